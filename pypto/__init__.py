@@ -1,0 +1,32 @@
+"""pypto: a pure-Python PyPTO with a CPU simulator that computes the real numbers.
+
+Write a kernel with ``@pypto.jit`` and annotated tensor parameters, call it with torch tensors,
+and inspect every stage with ``kernel.inspect(...)``, ``kernel.cache_info()`` and
+``kernel.last_run``.
+"""
+
+from . import frontend
+from .dtypes import *  # noqa: F401,F403 - DT_* names
+from .dtypes import DataType, DType, bytes_of
+from .enums import CastMode, SaturationMode, TileOpFormat
+from .errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError, DTypeError,
+                     KernelRuntimeError, KernelSyntaxError, OptionError, PyptoError, ShapeError,
+                     UnsupportedDTypeError)
+from .frontend.control import (cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
+                               loop_unroll, set_cube_tile_shapes, set_vec_tile_shapes)
+from .frontend.jit import JitFunction, jit
+from .frontend.scalar import SymbolicScalar, ceildiv
+from .frontend.scalar import sym_max as max  # noqa: A001 - upstream names
+from .frontend.scalar import sym_min as min  # noqa: A001
+from .frontend.signature import DYN, DYNAMIC, STATIC, StatusType
+from .frontend.tensor import Tensor
+from .ops import *  # noqa: F401,F403 - the operators
+from .options import (CompStage, RunMode, get_codegen_options, get_debug_options, get_host_options,
+                      get_pass_options, get_runtime_options, get_verify_options, options, reset_options,
+                      set_codegen_options, set_debug_options, set_host_options, set_options, set_pass_options,
+                      set_runtime_options, set_verify_options)
+from .record import CacheInfo, CompiledKernel, PassSnapshot, RunRecord
+
+tensor = Tensor  # upstream spells the local-tensor constructor ``pypto.tensor``
+
+__version__ = "0.1.0"

@@ -1,0 +1,134 @@
+"""The exception hierarchy of pypto.
+
+Every error a user can cause derives from :class:`PyptoError` and from the builtin that matches
+its kind (``TypeError`` for a wrong type or dtype, ``ValueError`` for a wrong value or shape), so
+``except ValueError`` keeps working for callers that do not know pypto.
+
+A message says what was wrong (naming the parameter or option), what was expected, what came,
+and where in the user's kernel it happened.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A place in the user's source: file, line and the enclosing function."""
+
+    file: str
+    line: int
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+    def source_line(self) -> str:
+        import linecache
+
+        return linecache.getline(self.file, self.line).strip()
+
+    def describe(self) -> str:
+        text = self.source_line()
+        where = f"{self.file}:{self.line}" + (f" in {self.function}" if self.function else "")
+        return f"{where}\n    {text}" if text else where
+
+
+def user_loc(depth: int = 1) -> SourceLoc | None:
+    """The innermost frame outside the pypto package: the user's kernel line being traced."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIR) and not filename.startswith("<frozen"):
+            return SourceLoc(filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+class PyptoError(Exception):
+    """Base class of every error pypto raises on purpose.
+
+    Attributes: ``what`` (the message head), ``expected``, ``got``, ``param`` (the parameter or
+    option it concerns) and ``loc`` (a :class:`SourceLoc` in the user's kernel, when known).
+    """
+
+    def __init__(self, what: str, *, expected=None, got=None, param: str | None = None,
+                 loc: SourceLoc | None = None, hint: str | None = None):
+        self.what = what
+        self.expected = expected
+        self.got = got
+        self.param = param
+        self.loc = loc
+        self.hint = hint
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        lines = [self.what]
+        if self.expected is not None:
+            lines.append(f"  expected: {self.expected}")
+        if self.got is not None:
+            lines.append(f"  got:      {self.got}")
+        if self.hint:
+            lines.append(f"  hint: {self.hint}")
+        if self.loc is not None:
+            lines.append(f"  at {self.loc.describe()}")
+        return "\n".join(lines)
+
+    def with_loc(self, loc: SourceLoc | None) -> "PyptoError":
+        """Attach a source location if the error has none yet (returns self)."""
+        if self.loc is None and loc is not None:
+            self.loc = loc
+            self.args = (self._format(),)
+        return self
+
+    def __reduce__(self):  # keep pickling (multiprocessing, nbval) working
+        return (_rebuild, (type(self), self.what, self.expected, self.got, self.param, self.loc, self.hint))
+
+
+def _rebuild(cls, what, expected, got, param, loc, hint):
+    return cls(what, expected=expected, got=got, param=param, loc=loc, hint=hint)
+
+
+class ArgumentTypeError(PyptoError, TypeError):
+    """A kernel argument of the wrong kind or dtype (for example a list where a tensor belongs)."""
+
+
+class ArgumentValueError(PyptoError, ValueError):
+    """A kernel argument whose shape or value does not match its annotation or signature."""
+
+
+class AnnotationError(PyptoError, TypeError):
+    """A kernel signature annotation that pypto cannot understand."""
+
+
+class OptionError(PyptoError, ValueError):
+    """An unknown option, or a value out of the option's type or range."""
+
+
+class KernelSyntaxError(PyptoError, ValueError):
+    """Kernel code that the PyPTO language does not allow (for example ``break`` in pypto.loop)."""
+
+
+class ShapeError(PyptoError, ValueError):
+    """Operand shapes that an operation cannot accept (rank, broadcasting, sizes, tile shapes)."""
+
+
+class DTypeError(PyptoError, TypeError):
+    """Operand dtypes that an operation cannot accept."""
+
+
+class UnsupportedDTypeError(DTypeError):
+    """A dtype that upstream PyPTO names but this build does not support."""
+
+
+class BackendUnavailableError(PyptoError, RuntimeError):
+    """A run mode (the NPU) that this build has no backend for."""
+
+
+class KernelRuntimeError(PyptoError, RuntimeError):
+    """A failure while the compiled program runs (for example an element read out of range)."""

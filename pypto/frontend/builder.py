@@ -1,0 +1,168 @@
+"""The tracer: state of one compile while the kernel body runs on symbolic tensors.
+
+The kernel body is ordinary Python executed once per control-flow path at compile time. Ops
+append to the current block; ``pypto.loop`` opens a nested block; a condition on a symbolic value
+asks the current `PathExplorer`, which answers True first and later replays the body with the
+other answer, so each path is traced as a straight line (upstream compiles one function per
+loop-body path the same way).
+"""
+
+from __future__ import annotations
+
+import threading
+from types import MappingProxyType
+from typing import Optional
+
+from ..errors import KernelSyntaxError, PyptoError, SourceLoc, user_loc
+from ..ir import expr as E
+from ..ir.graph import Block, Branch, Op, TileShapes, Value
+
+MAX_PATHS = 256  # per region; each path is compiled separately, so more is almost always a mistake
+
+_state = threading.local()
+
+
+def current() -> Optional["Tracer"]:
+    """The tracer of the kernel being compiled on this thread, or None outside a kernel."""
+    return getattr(_state, "tracer", None)
+
+
+def require(what: str) -> "Tracer":
+    t = current()
+    if t is None:
+        raise KernelSyntaxError(f"{what} can only be used inside a @pypto.jit kernel",
+                                loc=user_loc(2))
+    return t
+
+
+class PathExplorer:
+    """Enumerates the control-flow paths of one region by replaying it with different answers."""
+
+    def __init__(self, loc: SourceLoc | None):
+        self.loc = loc
+        self.prefix: list = []  # (expr, answer) forced for the next replay
+        self.decisions: list = []
+        self.paths: list = []  # (decisions, block)
+
+    def decide(self, cond: E.Expr, loc: SourceLoc | None) -> bool:
+        pos = len(self.decisions)
+        if pos < len(self.prefix):
+            expected, answer = self.prefix[pos]
+            if expected != cond:
+                raise KernelSyntaxError(
+                    "the kernel took a different sequence of runtime conditions when replayed",
+                    expected=f"condition {E.render(expected)}", got=f"condition {E.render(cond)}",
+                    hint="conditions must depend only on symbolic values, not on Python state "
+                         "changed while tracing", loc=loc)
+        else:
+            answer = True
+        self.decisions.append((cond, answer, loc))
+        return answer
+
+    def finish(self, block: Block) -> bool:
+        """Record the path just traced; True when another path remains to be traced."""
+        self.paths.append((tuple(self.decisions), block))
+        if len(self.paths) > MAX_PATHS:
+            raise KernelSyntaxError(
+                f"a region has more than {MAX_PATHS} control-flow paths",
+                hint="each path compiles separately; use pypto.is_loop_begin/is_loop_end or "
+                     "fewer conditions per loop body", loc=self.loc)
+        answers = [(c, a) for c, a, _ in self.decisions]
+        while answers and answers[-1][1] is False:
+            answers.pop()
+        self.decisions = []
+        if not answers:
+            self.prefix = []
+            return False
+        answers[-1] = (answers[-1][0], False)
+        self.prefix = answers
+        return True
+
+    def region(self):
+        return _build_tree([(list(d), b) for d, b in self.paths])
+
+
+def _build_tree(paths):
+    decisions, block = paths[0]
+    if not decisions:
+        return block
+    cond, _, loc = decisions[0]
+    then = [(d[1:], b) for d, b in paths if d[0][1]]
+    orelse = [(d[1:], b) for d, b in paths if not d[0][1]]
+    return Branch(cond, _build_tree(then), _build_tree(orelse), loc)
+
+
+class Tracer:
+    """Collects the Tensor Graph of one kernel compile."""
+
+    def __init__(self, kernel_name: str, loop_names: dict | None = None):
+        self.kernel_name = kernel_name
+        self._next_id = 0
+        self._blocks: list[list] = []
+        self._explorers: list[PathExplorer] = []
+        self.vec_tile: tuple | None = None
+        self.cube_tile: tuple | None = None
+        self.loop_names = loop_names or {}  # (file, line) -> target variable name of a for loop
+        self.active_indices: list[str] = []
+        self.loop_info: dict = {}
+        self._loop_count = 0
+        self._names: dict[str, int] = {}
+
+    # ---- activation ----------------------------------------------------------------------------
+    def __enter__(self):
+        if current() is not None:
+            raise KernelSyntaxError("a @pypto.jit kernel cannot be called while another is traced",
+                                    loc=user_loc(2))
+        _state.tracer = self
+        return self
+
+    def __exit__(self, *exc):
+        _state.tracer = None
+        return False
+
+    # ---- ids and names -------------------------------------------------------------------------
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def fresh_name(self, hint: str) -> str:
+        n = self._names.get(hint, 0)
+        self._names[hint] = n + 1
+        return hint if n == 0 and not hint.isdigit() else f"{hint}_{n}"
+
+    def new_value(self, dtype, shape, valid_shape=None, *, kind="op", base=None, name=None,
+                  loc=None) -> Value:
+        vid = self.new_id()
+        shape = tuple(E.simplify_dim(d) for d in shape)
+        valid = shape if valid_shape is None else tuple(E.simplify_dim(d) for d in valid_shape)
+        return Value(vid, self.fresh_name(name or "t"), dtype, shape, valid, kind, base, loc)
+
+    # ---- regions -------------------------------------------------------------------------------
+    def push_block(self, explorer: PathExplorer | None = None):
+        self._blocks.append([])
+        if explorer is not None:
+            self._explorers.append(explorer)
+
+    def pop_block(self, explorer: PathExplorer | None = None, returns=None) -> Block:
+        items = self._blocks.pop()
+        if explorer is not None:
+            self._explorers.pop()
+        return Block(tuple(items), returns)
+
+    def append(self, item):
+        if not self._blocks:
+            raise PyptoError("internal: no open block while tracing")
+        self._blocks[-1].append(item)
+
+    def decide(self, cond: E.Expr) -> bool:
+        """Answer a Python ``bool()`` on a symbolic condition for the path being traced."""
+        if not self._explorers:
+            raise KernelSyntaxError("internal: a runtime condition outside any region")
+        return self._explorers[-1].decide(cond, user_loc(3))
+
+    # ---- ops -----------------------------------------------------------------------------------
+    def emit(self, kind: str, inputs, outputs, attrs=None, loc=None) -> Op:
+        op = Op(self.new_id(), kind, tuple(inputs), tuple(outputs),
+                MappingProxyType(dict(attrs or {})), TileShapes(self.vec_tile, self.cube_tile), loc)
+        self.append(op)
+        return op

@@ -1,0 +1,112 @@
+"""Static checks of a kernel's source, parsed once per kernel.
+
+The AST tells what tracing cannot: a ``break``/``continue``/``return`` inside ``pypto.loop``
+(tracing would silently cut the loop body short), and the variable name of each loop's index,
+which becomes the readable name of its symbol in the printed graph.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+from ..errors import KernelSyntaxError, SourceLoc
+
+_LOOP_FUNCS = ("loop", "loop_unroll")
+
+
+def _is_pypto_loop(node) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (isinstance(f, ast.Attribute) and f.attr in _LOOP_FUNCS) or \
+        (isinstance(f, ast.Name) and f.id in _LOOP_FUNCS)
+
+
+def _target_name(target):
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, (ast.Tuple, ast.List)) and target.elts and isinstance(target.elts[0], ast.Name):
+        return target.elts[0].id
+    return None
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, filename: str, line_offset: int, fn_name: str):
+        self.filename, self.offset, self.fn_name = filename, line_offset, fn_name
+        self.loop_names: dict = {}
+        self.depth = 0  # pypto.loop nesting
+        self.py_loops = 0  # Python loops nested inside the innermost pypto.loop
+
+    def loc(self, node) -> SourceLoc:
+        return SourceLoc(self.filename, node.lineno + self.offset, self.fn_name)
+
+    def visit_For(self, node):
+        if _is_pypto_loop(node.iter):
+            name = _target_name(node.target)
+            if name:
+                self.loop_names[(self.filename, node.lineno + self.offset)] = name
+            saved = self.py_loops
+            self.depth += 1
+            self.py_loops = 0
+            for stmt in node.body:
+                self.visit(stmt)
+            self.depth -= 1
+            self.py_loops = saved
+            for stmt in node.orelse:
+                self.visit(stmt)
+        else:
+            self._python_loop(node)
+
+    def _python_loop(self, node):
+        self.py_loops += 1
+        self.generic_visit(node)
+        self.py_loops -= 1
+
+    visit_While = _python_loop
+    visit_AsyncFor = _python_loop
+
+    def _jump(self, node, word):
+        if self.depth and not self.py_loops:
+            raise KernelSyntaxError(f"'{word}' is not allowed inside pypto.loop",
+                                    hint="runtime loops always run every iteration; use a runtime "
+                                         "condition (if on a symbolic value) to skip work",
+                                    loc=self.loc(node))
+
+    def visit_Break(self, node):
+        self._jump(node, "break")
+
+    def visit_Continue(self, node):
+        self._jump(node, "continue")
+
+    def visit_Return(self, node):
+        if self.depth:
+            raise KernelSyntaxError("'return' is not allowed inside pypto.loop",
+                                    hint="assemble results into an output tensor and return after the loop",
+                                    loc=self.loc(node))
+
+    def visit_FunctionDef(self, node):  # nested helpers are checked when they are traced, not here
+        return
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
+
+
+def check_source(fn) -> dict:
+    """Check ``fn``'s body; return {(file, line): index variable name} of its pypto loops.
+
+    Source that cannot be read (built with exec, say) is traced without these checks.
+    """
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return {}
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    fdef = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fdef is None:
+        return {}
+    checker = _Checker(inspect.getsourcefile(fn) or fn.__code__.co_filename, first - 1, fn.__name__)
+    for stmt in fdef.body:
+        checker.visit(stmt)
+    return checker.loop_names

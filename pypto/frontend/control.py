@@ -1,0 +1,205 @@
+"""Runtime control flow and tile-shape settings: pypto.loop, loop_unroll, cond, is_loop_begin/end,
+set_vec_tile_shapes, set_cube_tile_shapes.
+
+``for i in pypto.loop(...)`` iterates a generator that yields once per control-flow path of the
+body: Python runs the body as often as there are paths, each time recording into a fresh block.
+"""
+
+from __future__ import annotations
+
+from ..errors import KernelSyntaxError, ShapeError, user_loc
+from ..ir import expr as E
+from ..ir.graph import Loop
+from .builder import PathExplorer, current, require
+from .scalar import SymbolicScalar, to_expr
+
+# Tile shapes set outside any kernel: the starting point of every compile (part of the cache key).
+_global_tiles = {"vec": None, "cube": None}
+
+
+def _bounds(args, loc):
+    if not 1 <= len(args) <= 3:
+        raise KernelSyntaxError("pypto.loop takes (stop), (start, stop) or (start, stop, step)",
+                                got=f"{len(args)} arguments", loc=loc)
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    else:
+        start, stop, step = (*args, 1)[:3]
+    start = to_expr(start, what="loop start")
+    stop = to_expr(stop, what="loop stop")
+    if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
+        raise KernelSyntaxError("pypto.loop: 'step' must be a positive int", got=repr(step), loc=loc)
+    return start, stop, step
+
+
+def loop(*args, name: str | None = None, idx_name: str | None = None, unroll_list=None,
+         submit_before_loop: bool = False, parallel: bool = False):
+    """A runtime loop: ``for i in pypto.loop(stop)`` or ``pypto.loop(start, stop, step)``.
+
+    Bounds may be symbolic; the index is a SymbolicScalar. With ``unroll_list`` it behaves as
+    `loop_unroll` and yields ``(index, factor)``.
+    """
+    loc = user_loc(2)
+    tracer = require("pypto.loop")
+    start, stop, step = _bounds(args, loc)
+    if unroll_list is not None:
+        return _trace(tracer, loc, start, stop, step, _factors(unroll_list, loc), True, name, idx_name,
+                      submit_before_loop, parallel)
+    return _trace(tracer, loc, start, stop, step, (1,), False, name, idx_name, submit_before_loop, parallel)
+
+
+def loop_unroll(*args, unroll_list=(1,), name: str | None = None, idx_name: str | None = None,
+                submit_before_loop: bool = False, parallel: bool = False):
+    """A runtime loop traced once per unroll factor: ``for i, f in pypto.loop_unroll(n, unroll_list=[4])``.
+
+    Factors are used largest first; the body for factor ``f`` must process ``f`` steps starting
+    at ``i``; factor 1 always exists and covers the remainder.
+    """
+    loc = user_loc(2)
+    tracer = require("pypto.loop_unroll")
+    start, stop, step = _bounds(args, loc)
+    return _trace(tracer, loc, start, stop, step, _factors(unroll_list, loc), True, name, idx_name,
+                  submit_before_loop, parallel)
+
+
+def _factors(unroll_list, loc) -> tuple:
+    if isinstance(unroll_list, int):
+        unroll_list = [unroll_list]
+    try:
+        fs = sorted({int(f) for f in unroll_list} | {1}, reverse=True)
+    except (TypeError, ValueError):
+        raise KernelSyntaxError("'unroll_list' must be a list of positive ints", got=repr(unroll_list),
+                                loc=loc) from None
+    if fs[-1] < 1 or any(isinstance(f, bool) for f in unroll_list):
+        raise KernelSyntaxError("'unroll_list' must be a list of positive ints", got=repr(unroll_list),
+                                loc=loc)
+    return tuple(fs)
+
+
+def _trace(tracer, loc, start, stop, step, factors, yield_factor, name, idx_name, submit_before_loop,
+           parallel):
+    index = idx_name or tracer.loop_names.get((loc.file, loc.line) if loc else None)
+    if not index:
+        index = f"i{len(tracer.active_indices)}"
+    if index in tracer.active_indices:
+        raise KernelSyntaxError(f"nested pypto.loop reuses the index name '{index}'",
+                                expected="a distinct idx_name per nesting level", got=index, loc=loc)
+    saved = (tracer.vec_tile, tracer.cube_tile)
+    loop_id = tracer.new_id()
+    bodies = []
+    for factor in factors:
+        explorer = PathExplorer(loc)
+        more = True
+        while more:
+            tracer.push_block(explorer)
+            tracer.active_indices.append(index)
+            tracer.loop_info[index] = (start, stop, step, factor)
+            idx = SymbolicScalar(E.Sym(index))
+            yield (idx, factor) if yield_factor else idx
+            tracer.active_indices.pop()
+            block = tracer.pop_block(explorer)
+            tracer.vec_tile, tracer.cube_tile = saved  # tile settings are scoped to the loop body
+            more = explorer.finish(block)
+        bodies.append(explorer.region())
+    tracer.append(Loop(loop_id, name or f"loop_{index}", index, start, stop, step, factors, tuple(bodies),
+                       bool(parallel), bool(submit_before_loop), loc))
+
+
+def cond(scalar, file=None, lineno=None) -> bool:
+    """Decide a runtime condition: ``if pypto.cond(i == 0):`` (both branches are traced)."""
+    if isinstance(scalar, SymbolicScalar):
+        return bool(scalar)
+    return bool(scalar)
+
+
+def _loop_of(idx, what):
+    tracer = require(what)
+    if not (isinstance(idx, SymbolicScalar) and isinstance(idx.expr, E.Sym)
+            and idx.expr.name in tracer.active_indices):
+        raise KernelSyntaxError(f"{what} needs the index of an enclosing pypto.loop", got=repr(idx),
+                                loc=user_loc(3))
+    return tracer.loop_info[idx.expr.name]
+
+
+def is_loop_begin(idx) -> SymbolicScalar:
+    """True on the first iteration of the loop whose index is ``idx``."""
+    start, _, _, _ = _loop_of(idx, "pypto.is_loop_begin")
+    return SymbolicScalar.wrap(E.binary("eq", idx.expr, start))
+
+
+def is_loop_end(idx) -> SymbolicScalar:
+    """True on the last iteration of the loop whose index is ``idx``."""
+    _, stop, step, factor = _loop_of(idx, "pypto.is_loop_end")
+    return SymbolicScalar.wrap(E.binary("ge", E.add(idx.expr, step * factor), stop))
+
+
+# ---- tile shapes -----------------------------------------------------------------------------------
+
+def _positive(v, what, loc):
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ShapeError(f"{what} must be a positive int", expected="an int > 0", got=repr(v), loc=loc)
+    return v
+
+
+def set_vec_tile_shapes(*dims) -> None:
+    """Tile shape (one size per dim) of the vector ops created after this call.
+
+    Inside a ``pypto.loop`` body it applies until the end of that body.
+    """
+    loc = user_loc(2)
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = tuple(dims[0])
+    if not 1 <= len(dims) <= 5:
+        raise ShapeError("set_vec_tile_shapes takes 1 to 5 sizes", got=len(dims), loc=loc)
+    shape = tuple(_positive(d, f"vec tile size {i}", loc) for i, d in enumerate(dims))
+    tracer = current()
+    if tracer is None:
+        _global_tiles["vec"] = shape
+    else:
+        tracer.vec_tile = shape
+
+
+def get_vec_tile_shapes() -> list:
+    tracer = current()
+    shape = tracer.vec_tile if tracer is not None else _global_tiles["vec"]
+    return list(shape) if shape else []
+
+
+def set_cube_tile_shapes(m, k, n, enable_split_k: bool = False) -> None:
+    """Cube tiles for the matmuls created after this call: ``m=[mL0, mL1]``, ``k=[kL0, kL1]``
+    (or ``[kL0, kAL1, kBL1]``), ``n=[nL0, nL1]``; L1 sizes are multiples of the L0 size."""
+    loc = user_loc(2)
+    parts = []
+    for name, pair, n_ok in (("m", m, (2,)), ("k", k, (2, 3)), ("n", n, (2,))):
+        if not isinstance(pair, (list, tuple)) or len(pair) not in n_ok:
+            raise ShapeError(f"set_cube_tile_shapes: '{name}' must be [L0, L1]",
+                             expected=f"a list of {' or '.join(map(str, n_ok))} ints", got=repr(pair),
+                             loc=loc)
+        vals = tuple(_positive(v, f"cube tile {name}", loc) for v in pair)
+        l0 = vals[0]
+        for l1 in vals[1:]:
+            if l1 < l0 or l1 % l0:
+                raise ShapeError(f"set_cube_tile_shapes: '{name}' L1 size must be a multiple of its L0 size",
+                                 expected=f"L1 = c * {l0}", got=repr(list(vals)), loc=loc)
+        if len(vals) == 2 and name == "k":
+            vals = (vals[0], vals[1], vals[1])
+        parts.append(vals)
+    cube = (*parts, bool(enable_split_k))
+    tracer = current()
+    if tracer is None:
+        _global_tiles["cube"] = cube
+    else:
+        tracer.cube_tile = cube
+
+
+def get_cube_tile_shapes():
+    tracer = current()
+    cube = tracer.cube_tile if tracer is not None else _global_tiles["cube"]
+    if cube is None:
+        return None
+    m, k, n, split = cube
+    return list(m), list(k), list(n), split
+
+
+def global_tiles() -> tuple:
+    return _global_tiles["vec"], _global_tiles["cube"]

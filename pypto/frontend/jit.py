@@ -1,0 +1,371 @@
+"""``pypto.jit``: the decorator, the per-signature compile cache and the call path.
+
+A call binds its arguments to the signature, builds a cache key from what is static (dtypes,
+ranks, static dims, constants, compile-affecting options, tile settings and the kernel source),
+compiles on a miss and runs the compiled program. DYNAMIC dims are not in the key, so changing
+them never recompiles.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+import time
+from typing import Callable
+
+from .. import options as _options
+from ..dtypes import from_torch
+from ..errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError,
+                      PyptoError, SourceLoc)
+from ..ir.dot import program_to_dot
+from ..ir.printer import format_program
+from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord
+from ..runtime.reference import ReferenceExecutor
+from .checks import check_source
+from .control import global_tiles
+from .signature import Signature
+from .trace import trace
+
+_GROUPS = ("codegen_options", "host_options", "pass_options", "runtime_options", "verify_options",
+           "debug_options")
+# Upstream keyword arguments that do not change anything in this build but are accepted.
+_ACCEPTED_COMPAT = ("infer_controlflow_shape", "use_cache", "new_ir", "create_new_logical_tensor")
+_SIMPLE = (int, float, str, bool, type(None))
+_ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
+
+
+def _ordinal(i: int) -> str:
+    return _ORDINAL.get(i, f"{i}th")
+
+
+def _freeze(v):
+    """A hashable stand-in for a compile-time constant (lists become tuples, and so on)."""
+    if isinstance(v, _SIMPLE):
+        return (type(v).__name__, v)
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_freeze(x) for x in v))
+    if isinstance(v, dict):
+        return ("dict", tuple(sorted((repr(k), _freeze(x)) for k, x in v.items())))
+    if hasattr(v, "__dataclass_fields__"):
+        return (type(v).__qualname__, tuple((f, _freeze(getattr(v, f))) for f in v.__dataclass_fields__))
+    try:
+        hash(v)
+        return (type(v).__qualname__, v)
+    except TypeError:
+        return (type(v).__qualname__, repr(v))
+
+
+def _code_names(code) -> set:
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if inspect.iscode(c):
+            names |= _code_names(c)
+    return names
+
+
+class JitFunction:
+    """A kernel compiled on first use and cached per static signature.
+
+    Call it with torch tensors (CPU; numpy arrays work too) for the tensor parameters, then the
+    compile-time constants. Inspect it with `cache_info`, `inspect` and `last_run`.
+    """
+
+    def __init__(self, fn: Callable, **jit_options):
+        if not inspect.isfunction(fn):
+            raise AnnotationError("pypto.jit can only decorate functions", expected="a def function",
+                                  got=type(fn).__name__)
+        self.fn = fn
+        code = fn.__code__
+        self.loc = SourceLoc(code.co_filename, code.co_firstlineno, fn.__name__)
+        overrides = {}
+        for key, value in jit_options.items():
+            if key in _ACCEPTED_COMPAT:
+                continue
+            if key not in _GROUPS:
+                raise _options_error(key, self.loc)
+            if value:
+                try:
+                    overrides[key[:-len("_options")]] = _options.validate_group(key[:-len("_options")], value,
+                                                                                param=key)
+                except PyptoError as e:
+                    raise e.with_loc(self.loc).with_traceback(None) from None
+        self.jit_options = overrides
+        self._sig: Signature | None = None
+        self._loop_names: dict | None = None
+        self._source_key = (code.co_code, repr(code.co_consts), code.co_names, code.co_varnames,
+                            code.co_filename, fn.__qualname__)
+        self._guard_names = tuple(sorted(n for n in _code_names(code) if isinstance(fn.__globals__.get(n), _SIMPLE)))
+        self._cache: dict = {}
+        self._order: list = []  # keys in compile order
+        self._hits = 0
+        self._misses = 0
+        self._opts = (-1, None)
+        self.call_log: collections.deque = collections.deque(maxlen=256)
+        self.last_run: RunRecord | None = None
+        self.runtime_overrides: dict | None = None  # set by the lab's %%pypto magic
+        functools.update_wrapper(self, fn)
+
+    # ---- the call path -------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        try:
+            return self._call(args, kwargs)
+        except PyptoError as e:
+            raise e.with_traceback(None)  # the message already points at the kernel line
+
+    def _call(self, args, kwargs):
+        t0 = time.perf_counter()
+        entry, tensors, env, hit, reason = self._lookup(args, kwargs, count=True)
+        compiled = entry.compiled
+        opts = self._resolved()
+        if opts.run_mode == _options.RunMode.NPU:
+            raise BackendUnavailableError(
+                "runtime_options['run_mode'] is NPU, but this build has no NPU backend",
+                expected="pypto.RunMode.SIM (1), the CPU simulator", got="pypto.RunMode.NPU (0)",
+                param="runtime_options['run_mode']", loc=self.loc)
+        t1 = time.perf_counter()
+        results = compiled.executor.run(tensors, env)
+        t2 = time.perf_counter()
+        compile_s = 0.0 if hit else compiled.compile_seconds
+        self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled)
+        self.call_log.append(CallLogEntry(hit, entry.key, reason, t2 - t0))
+        if results is None or compiled.returns is None:
+            return None
+        if compiled.returns == "tensor":
+            return results[0]
+        return tuple(results) if compiled.returns == "tuple" else list(results)
+
+    def _resolved(self):
+        version = _options.state_version()
+        if self._opts[0] != version:
+            self._opts = (version, _options.effective(self.jit_options))
+        return self._opts[1]
+
+    def _lookup(self, args, kwargs, count: bool):
+        sig = self._sig or self._signature()
+        raw, consts = sig.bind(args, kwargs)
+        tensors, dtypes, tkey, env = _bind_tensors(sig, raw, self.loc)
+        opts = self._resolved()
+        g = self.fn.__globals__
+        key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), opts.compile_key(), global_tiles(),
+               tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn))
+        entry = self._cache.get(key)
+        reason = None
+        if entry is None:
+            reason = self._miss_reason(key)
+            entry = self._compile(key, sig, tensors, dtypes, consts, opts)
+            if count:
+                self._misses += 1
+        elif count:
+            entry.hits += 1
+            self._hits += 1
+        return entry, tensors, env, entry is not None and reason is None, reason
+
+    def _signature(self) -> Signature:
+        try:
+            self._sig = Signature(self.fn, self.loc)
+        except PyptoError as e:
+            raise e.with_loc(self.loc)
+        return self._sig
+
+    def _compile(self, key, sig, tensors, dtypes, consts, opts) -> CacheEntry:
+        t0 = time.perf_counter()
+        if self._loop_names is None:
+            self._loop_names = check_source(self.fn)
+        program, returns = trace(self.fn, self.fn.__name__, sig.tensors, tensors, dtypes, consts,
+                                 (key[3][0], key[3][1]), self._loop_names, self.loc)
+        t1 = time.perf_counter()
+        snapshot = PassSnapshot("trace", "tensor", format_program(program), t1 - t0, program, program_to_dot)
+        key_text = _key_text(sig, tensors, dtypes, consts, opts)
+        compiled = CompiledKernel(self.fn.__name__, key, key_text, program, [snapshot], opts,
+                                  0.0, returns=returns)
+        compiled.executor = ReferenceExecutor(program)
+        compiled.compile_seconds = time.perf_counter() - t0
+        entry = CacheEntry(key_text, 0, compiled.compile_seconds, compiled)
+        self._cache[key] = entry
+        self._order.append(key)
+        return entry
+
+    def _miss_reason(self, key) -> str:
+        if not self._order:
+            return "first call"
+        prev = self._order[-1]
+        parts = []
+        (tk, ck, ok, tiles, gk, clk), (ptk, pck, pok, ptiles, pgk, pclk) = key, prev
+        sig = self._sig
+        for spec, new, old in zip(sig.tensors, tk, ptk):
+            if new[0] is not old[0]:
+                parts.append(f"{spec.param}.dtype {old[0].short} -> {new[0].short}")
+            elif new[1] != old[1]:
+                parts.append(f"{spec.param} rank {old[1]} -> {new[1]}")
+            else:
+                for d, (a, b) in enumerate(zip(new[2], old[2])):
+                    if a != b:
+                        parts.append(f"{spec.param}.shape[{d}] {b} -> {a} (static)")
+        for (name, new), (_, old) in zip(ck, pck):
+            if new != old:
+                parts.append(f"constant {name} {old[1]!r} -> {new[1]!r}")
+        if ok != pok:
+            changed = [f"{k[0]}.{k[1]}" for (k, v), (_, pv) in zip(ok, pok) if v != pv]
+            parts.append("options " + ", ".join(changed))
+        if tiles != ptiles:
+            parts.append("global tile shapes")
+        if gk != pgk or clk != pclk:
+            parts.append("a global or captured value used by the kernel")
+        return "; ".join(parts) or "new signature"
+
+    # ---- inspection ----------------------------------------------------------------------------
+    def inspect(self, *args, **kwargs) -> CompiledKernel:
+        """The compiled version for these arguments (compiled if needed; nothing runs)."""
+        try:
+            entry = self._lookup(args, kwargs, count=False)[0]
+        except PyptoError as e:
+            raise e.with_traceback(None)
+        return entry.compiled
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses and one entry per compiled version (key, hits, compile seconds)."""
+        entries = tuple(self._cache[k] for k in self._order)
+        return CacheInfo(self._hits, self._misses, entries, tuple(self.call_log))
+
+    def cache_clear(self) -> None:
+        """Drop every compiled version and reset the counters."""
+        self._cache.clear()
+        self._order.clear()
+        self._hits = self._misses = 0
+        self.call_log.clear()
+        self.last_run = None
+
+    def __repr__(self) -> str:
+        return f"<pypto.jit kernel {self.fn.__qualname__}: {len(self._cache)} compiled version(s)>"
+
+    def __get__(self, obj, objtype=None):  # support kernels defined as methods
+        return self if obj is None else functools.partial(self, obj)
+
+
+def _closure_key(fn):
+    if not fn.__closure__:
+        return ()
+    out = []
+    for cell in fn.__closure__:
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(v, _SIMPLE) or isinstance(v, (tuple, list)):
+            out.append(_freeze(v))
+    return tuple(out)
+
+
+_TORCH_DT: dict = {}
+
+
+def _bind_tensors(sig: Signature, raw: list, loc):
+    """Check each tensor argument against its spec; return tensors, dtypes, key part and sizes."""
+    import torch
+
+    tensors, dtypes, key, env, where = [], [], [], {}, {}
+    for n, (spec, t) in enumerate(zip(sig.tensors, raw), 1):
+        if not isinstance(t, torch.Tensor):
+            if type(t).__module__ == "numpy" and hasattr(t, "__array_interface__"):
+                t = torch.from_numpy(t)
+            else:
+                raise ArgumentTypeError(f"tensor argument '{spec.param}' ({_ordinal(n)} tensor) is not a tensor",
+                                        expected="a CPU torch.Tensor (or numpy array)",
+                                        got=type(t).__name__, param=spec.param, loc=loc)
+        if t.device.type != "cpu":
+            raise ArgumentTypeError(f"tensor argument '{spec.param}' is on device {t.device}",
+                                    expected="a CPU tensor (this build simulates the NPU on the CPU)",
+                                    got=str(t.device), param=spec.param, loc=loc)
+        dt = _TORCH_DT.get(t.dtype)
+        if dt is None:
+            dt = _TORCH_DT[t.dtype] = from_torch(t.dtype, param=spec.param, loc=loc)
+        if spec.dtype is not None and dt is not spec.dtype:
+            raise ArgumentTypeError(f"tensor argument '{spec.param}' has the wrong dtype",
+                                    expected=f"{spec.dtype.name} ({spec.describe()})",
+                                    got=f"{dt.name} ({t.dtype})", param=spec.param, loc=loc)
+        if not t.is_contiguous():
+            raise ArgumentValueError(f"tensor argument '{spec.param}' is not contiguous",
+                                     expected="a contiguous tensor (call .contiguous())",
+                                     got=f"strides {tuple(t.stride())}", param=spec.param, loc=loc)
+        shape = tuple(t.shape)
+        if spec.dims is None:
+            kd = shape
+        else:
+            nd = len(spec.dims)
+            if len(shape) < nd or (len(shape) != nd and not spec.rest_static):
+                raise ArgumentValueError(
+                    f"tensor argument '{spec.param}' has rank {len(shape)}",
+                    expected=f"rank {nd}{' or more' if spec.rest_static else ''}: {spec.describe()}",
+                    got=f"shape {list(shape)}", param=spec.param, loc=loc)
+            kd = list(shape)
+            for i, ds in enumerate(spec.dims):
+                size = shape[i]
+                if ds.kind == "fixed":
+                    if size != ds.size:
+                        raise ArgumentValueError(
+                            f"tensor argument '{spec.param}' has size {size} in dim {i}, which is fixed",
+                            expected=f"{spec.param}.shape[{i}] == {ds.size} ({spec.describe()})",
+                            got=f"shape {list(shape)}", param=spec.param, loc=loc)
+                elif ds.kind == "dynamic":
+                    prev = env.get(ds.symbol)
+                    if prev is not None and prev != size:
+                        raise ArgumentValueError(
+                            f"dynamic dim '{ds.symbol}' has different sizes in one call",
+                            expected=f"{where[ds.symbol]} == {spec.param}.shape[{i}]",
+                            got=f"{prev} and {size}", param=spec.param, loc=loc)
+                    env[ds.symbol] = size
+                    where.setdefault(ds.symbol, f"{spec.param}.shape[{i}]")
+                    kd[i] = -1
+            kd = tuple(kd)
+        tensors.append(t)
+        dtypes.append(dt)
+        key.append((dt, len(shape), kd))
+    return tensors, dtypes, tuple(key), env
+
+
+def _key_text(sig, tensors, dtypes, consts, opts) -> str:
+    parts = []
+    for spec, t, dt in zip(sig.tensors, tensors, dtypes):
+        dims = []
+        for i, size in enumerate(t.shape):
+            ds = spec.dims[i] if spec.dims is not None and i < len(spec.dims) else None
+            dims.append(ds.symbol if ds is not None and ds.kind == "dynamic" else str(size))
+        parts.append(f"{spec.param}: {dt.short}[{', '.join(dims)}]")
+    parts += [f"{k}={v!r}" for k, v in consts.items()]
+    changed = {k: v for k, v in opts.non_default().items()
+               if _options.OPTIONS[tuple(k.split(".", 1))].affects_compile}
+    parts += [f"{k}={v!r}" for k, v in changed.items()]
+    return ", ".join(parts)
+
+
+def _options_error(key, loc):
+    import difflib
+
+    close = difflib.get_close_matches(key, _GROUPS + _ACCEPTED_COMPAT, n=1)
+    return _options.OptionError(f"pypto.jit got an unknown keyword argument '{key}'",
+                                expected="one of " + ", ".join(_GROUPS), got=key, param=key,
+                                hint=f"did you mean '{close[0]}'?" if close else None, loc=loc)
+
+
+def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=None, runtime_options=None,
+        verify_options=None, debug_options=None, **kwargs):
+    """Compile a PyPTO kernel on first call and cache it per static signature.
+
+    Spellings: ``@pypto.jit``, ``@pypto.jit(runtime_options={...})`` and ``pypto.jit(fn, ...)``.
+    The six option groups are dicts validated against pypto's option table.
+    """
+    groups = dict(codegen_options=codegen_options, host_options=host_options, pass_options=pass_options,
+                  runtime_options=runtime_options, verify_options=verify_options, debug_options=debug_options)
+    groups.update(kwargs)
+
+    def wrap(fn):
+        return JitFunction(fn, **groups)
+
+    if dyn_func is None:
+        if kwargs:  # validate unknown keywords at decoration time, not at first call
+            for k in kwargs:
+                if k not in _ACCEPTED_COMPAT:
+                    raise _options_error(k, None)
+        return wrap
+    return wrap(dyn_func)

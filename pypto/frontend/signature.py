@@ -1,0 +1,247 @@
+"""The annotation grammar of kernel signatures, parsed once into frozen specs.
+
+``pypto.Tensor([dims], dtype)`` or ``pypto.Tensor[[dims], dtype]``; a dim is ``pypto.DYNAMIC`` /
+``pypto.DYN`` (runtime size, never recompiles), ``pypto.STATIC`` (size taken from the call, a new
+size compiles a new version), an int (only that size), ``pypto.frontend.dynamic("N")`` (a named
+dynamic dim: every dim named N must agree at a call) or ``...`` in last place (the remaining dims
+are static). ``pypto.Tensor()`` / ``pypto.Tensor[...]`` take every dim (static) and the dtype from
+the call.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+from dataclasses import dataclass
+from typing import Optional
+
+from ..dtypes import DType, require_supported
+from ..errors import AnnotationError, ArgumentTypeError, ArgumentValueError, SourceLoc
+
+
+class StatusType(enum.Enum):
+    """Dimension markers of upstream ``pypto.StatusType``."""
+
+    DYNAMIC = "DYNAMIC"
+    STATIC = "STATIC"
+    DYN = "DYNAMIC"  # alias: pypto.DYN is pypto.DYNAMIC
+
+    def __repr__(self) -> str:
+        return f"pypto.{self.name}"
+
+
+DYNAMIC = StatusType.DYNAMIC
+DYN = StatusType.DYNAMIC
+STATIC = StatusType.STATIC
+
+
+@dataclass(frozen=True)
+class DynamicDim:
+    """A named dynamic dimension, ``pypto.frontend.dynamic("N")``."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"dynamic({self.name!r})"
+
+
+def dynamic(name: str) -> DynamicDim:
+    """A named dynamic dimension: every annotation dim with this name must agree at a call."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise AnnotationError("pypto.frontend.dynamic() needs an identifier as its name",
+                              expected="a name such as 'N'", got=repr(name), param="name")
+    return DynamicDim(name)
+
+
+class TensorAnnotation:
+    """What ``pypto.Tensor(...)`` / ``pypto.Tensor[...]`` means in a signature (unparsed form)."""
+
+    __slots__ = ("dims", "dtype", "name", "format")
+
+    def __init__(self, shape=None, dtype=None, name: str = "", format=None):
+        self.dims = shape
+        self.dtype = dtype
+        self.name = name
+        self.format = format
+
+    @classmethod
+    def from_brackets(cls, item) -> "TensorAnnotation":
+        if item is Ellipsis:
+            return cls(None, None)
+        if isinstance(item, tuple) and len(item) >= 1 and isinstance(item[0], (list, tuple)) \
+                or isinstance(item, tuple) and item and item[0] is Ellipsis:
+            dims, *rest = item
+            return cls(None if dims is Ellipsis else dims, rest[0] if rest else None,
+                       *(rest[1:2] if len(rest) > 2 else []))
+        if isinstance(item, list):
+            return cls(item, None)
+        raise AnnotationError("pypto.Tensor[...] expects [dims] or [[dims], dtype]",
+                              expected="pypto.Tensor[[pypto.DYNAMIC, 128], pypto.DT_FP32]",
+                              got=f"pypto.Tensor[{item!r}]")
+
+    def __repr__(self) -> str:
+        return f"pypto.Tensor({self.dims!r}, {self.dtype!r})"
+
+
+@dataclass(frozen=True)
+class DimSpec:
+    kind: str  # "dynamic", "static", "fixed"
+    size: Optional[int] = None
+    symbol: Optional[str] = None  # runtime symbol name of a dynamic dim
+
+    def describe(self) -> str:
+        if self.kind == "fixed":
+            return str(self.size)
+        if self.kind == "dynamic":
+            return self.symbol or "DYNAMIC"
+        return "STATIC"
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A parsed tensor parameter: dims (None: any rank, all static), rest static, dtype."""
+
+    param: str
+    index: int
+    dims: Optional[tuple]
+    rest_static: bool
+    dtype: Optional[DType]
+
+    def describe(self) -> str:
+        dt = self.dtype.short if self.dtype else "<dtype of call>"
+        if self.dims is None:
+            return f"{dt}[...]"
+        parts = [d.describe() for d in self.dims] + (["..."] if self.rest_static else [])
+        return f"{dt}[{', '.join(parts)}]"
+
+
+@dataclass(frozen=True)
+class ConstSpec:
+    """A non-tensor parameter: a compile-time constant."""
+
+    param: str
+    index: int
+    default: object  # inspect.Parameter.empty when required
+
+
+def parse_annotation(ann: TensorAnnotation, param: str, index: int, loc: SourceLoc | None) -> TensorSpec:
+    dtype = ann.dtype
+    if dtype is not None:
+        if not isinstance(dtype, DType):
+            raise AnnotationError(f"the dtype in the annotation of '{param}' is not a pypto dtype",
+                                  expected="pypto.DT_FP32, pypto.DT_FP16, ...", got=repr(dtype),
+                                  param=param, loc=loc)
+        require_supported(dtype, param=param, loc=loc)
+    raw = ann.dims
+    if raw is None or (isinstance(raw, (list, tuple)) and len(raw) == 0):
+        return TensorSpec(param, index, None, True, dtype)
+    if not isinstance(raw, (list, tuple)):
+        raise AnnotationError(f"the shape in the annotation of '{param}' must be a list",
+                              expected="[pypto.DYNAMIC, 128, ...]", got=repr(raw), param=param, loc=loc)
+    dims, rest = [], False
+    for i, d in enumerate(raw):
+        if d is Ellipsis:
+            if i != len(raw) - 1:
+                raise AnnotationError(f"'...' must be the last dim in the annotation of '{param}'",
+                                      got=repr(list(raw)), param=param, loc=loc)
+            rest = True
+        elif isinstance(d, StatusType):
+            dims.append(DimSpec("static") if d is STATIC else DimSpec("dynamic", symbol=f"{param}.shape[{i}]"))
+        elif isinstance(d, DynamicDim):
+            dims.append(DimSpec("dynamic", symbol=d.name))
+        elif isinstance(d, int) and not isinstance(d, bool):
+            if d < 0:
+                raise AnnotationError(f"dim {i} in the annotation of '{param}' is negative",
+                                      expected="a size >= 0, DYNAMIC, STATIC or ...", got=d,
+                                      param=param, loc=loc)
+            dims.append(DimSpec("fixed", d))
+        elif type(d).__name__ == "SymbolicScalar" and d.is_symbol():
+            dims.append(DimSpec("dynamic", symbol=d.expr.name))
+        else:
+            raise AnnotationError(f"dim {i} in the annotation of '{param}' is not understood",
+                                  expected="an int, pypto.DYNAMIC, pypto.DYN, pypto.STATIC, "
+                                           "pypto.frontend.dynamic('N') or ... (last)",
+                                  got=repr(d), param=param, loc=loc)
+    return TensorSpec(param, index, tuple(dims), rest, dtype)
+
+
+class Signature:
+    """Tensor parameters first, then constants; binds call arguments to them."""
+
+    def __init__(self, fn, loc: SourceLoc | None):
+        try:
+            sig = inspect.signature(fn, eval_str=True)
+        except Exception:  # an annotation that cannot be evaluated as text: use the raw ones
+            sig = inspect.signature(fn)
+        self.tensors: list[TensorSpec] = []
+        self.consts: list[ConstSpec] = []
+        for i, (name, p) in enumerate(sig.parameters.items()):
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise AnnotationError(f"kernel parameter '{name}' uses *args/**kwargs",
+                                      expected="named parameters", got=str(p), param=name, loc=loc)
+            ann = p.annotation
+            if isinstance(ann, TensorAnnotation):
+                if self.consts:
+                    raise AnnotationError(
+                        f"tensor parameter '{name}' comes after non-tensor parameter "
+                        f"'{self.consts[-1].param}'",
+                        expected="all tensor parameters first, then compile-time constants",
+                        got=", ".join(sig.parameters), param=name, loc=loc)
+                self.tensors.append(parse_annotation(ann, name, i, loc))
+            else:
+                self.consts.append(ConstSpec(name, i, p.default))
+        self.names = list(sig.parameters)
+        self._const_by_name = {c.param: c for c in self.consts}
+        self._tensor_by_name = {t.param: t for t in self.tensors}
+
+    def bind(self, args: tuple, kwargs: dict):
+        """Split a call into (tensor args in order, constants dict); raises on a bad call."""
+        nt = len(self.tensors)
+        tensors = list(args[:nt])
+        extra = args[nt:]
+        if len(tensors) < nt:
+            for spec in self.tensors[len(tensors):]:
+                if spec.param in kwargs:
+                    tensors.append(kwargs[spec.param])
+                else:
+                    raise ArgumentValueError(
+                        f"missing tensor argument '{spec.param}'",
+                        expected=f"{nt} tensor argument(s): " + ", ".join(t.param for t in self.tensors),
+                        got=f"{len(tensors)}", param=spec.param)
+        if len(extra) > len(self.consts):
+            raise ArgumentValueError("too many positional arguments",
+                                     expected=f"at most {nt + len(self.consts)} "
+                                              f"({', '.join(self.names)})",
+                                     got=f"{len(args)}")
+        consts = {}
+        for spec, value in zip(self.consts, extra):
+            consts[spec.param] = value
+        for key, value in kwargs.items():
+            if key in self._tensor_by_name:
+                if self._tensor_by_name[key].index < len(args):
+                    raise ArgumentValueError(f"tensor argument '{key}' given twice", param=key)
+                continue
+            if key not in self._const_by_name:
+                raise ArgumentValueError(f"unknown keyword argument '{key}'",
+                                         expected="one of " + ", ".join(self.names), got=key, param=key)
+            if key in consts:
+                raise ArgumentValueError(f"argument '{key}' given twice", param=key)
+            consts[key] = value
+        for spec in self.consts:
+            if spec.param not in consts:
+                if spec.default is inspect.Parameter.empty:
+                    raise ArgumentValueError(f"missing compile-time argument '{spec.param}'",
+                                             expected=f"a value for '{spec.param}'", got="nothing",
+                                             param=spec.param)
+                consts[spec.param] = spec.default
+            v = consts[spec.param]
+            if _is_array(v):
+                raise ArgumentTypeError(
+                    f"non-tensor parameter '{spec.param}' received a tensor",
+                    expected=f"a compile-time constant, or annotate '{spec.param}' with pypto.Tensor(...)",
+                    got=f"{type(v).__name__} of shape {tuple(v.shape)}", param=spec.param)
+        return tensors, consts
+
+
+def _is_array(v) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, (int, float))

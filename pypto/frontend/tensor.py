@@ -1,0 +1,232 @@
+"""The traced tensor: what a kernel body manipulates at compile time.
+
+A `Tensor` is a handle on a `Value` of the Tensor Graph. Its operators and methods record ops;
+slicing records views and slice assignment records assembles. Outside a kernel,
+``pypto.Tensor(shape, dtype)`` and ``pypto.Tensor[...]`` build signature annotations instead.
+"""
+
+from __future__ import annotations
+
+from ..errors import KernelSyntaxError, ShapeError, user_loc
+from ..ir import expr as E
+from ..ir.graph import Value
+from .scalar import SymbolicScalar
+from .signature import TensorAnnotation
+
+
+def _ops():
+    from .. import ops
+
+    return ops
+
+
+class Tensor:
+    """A tensor inside a ``@pypto.jit`` kernel (also ``pypto.tensor``).
+
+    ``pypto.Tensor(shape, dtype)`` outside a kernel is a signature annotation; inside a kernel it
+    declares a local tensor (zero-filled here; upstream leaves it uninitialised).
+    """
+
+    __slots__ = ("_value",)
+
+    def __new__(cls, shape=None, dtype=None, name: str = "", format=None, **_ignored):
+        from .builder import current
+
+        if current() is None:
+            return TensorAnnotation(shape, dtype, name, format)
+        return _ops().tensor(shape, dtype, name)
+
+    def __class_getitem__(cls, item):
+        return TensorAnnotation.from_brackets(item)
+
+    @classmethod
+    def _wrap(cls, value: Value) -> "Tensor":
+        obj = object.__new__(cls)
+        obj._value = value
+        return obj
+
+    # ---- properties ----------------------------------------------------------------------------
+    @property
+    def shape(self) -> list:
+        """Ints for static dims, SymbolicScalars for dynamic ones."""
+        return [SymbolicScalar.wrap(d) if isinstance(d, E.Expr) else d for d in self._value.shape]
+
+    @property
+    def valid_shape(self) -> list:
+        return [SymbolicScalar.wrap(d) if isinstance(d, E.Expr) else d for d in self._value.valid_shape]
+
+    @property
+    def dtype(self):
+        return self._value.dtype
+
+    @property
+    def dim(self) -> int:
+        return self._value.rank
+
+    ndim = dim
+
+    @property
+    def name(self) -> str:
+        return self._value.name
+
+    def __repr__(self) -> str:
+        v = self._value
+        return f"Tensor(%{v.name}: {v.dtype.short}{E.render_dims(v.shape)})"
+
+    def __len__(self) -> int:
+        d = self._value.shape[0] if self._value.shape else 0
+        if isinstance(d, E.Expr):
+            raise KernelSyntaxError("len() of a tensor with a dynamic first dim", got=E.render(d),
+                                    hint="use x.shape[0]", loc=user_loc(2))
+        return d
+
+    def __iter__(self):
+        raise KernelSyntaxError("tensors are not iterable", hint="use pypto.loop(...) and slicing",
+                                loc=user_loc(2))
+
+    def __bool__(self):
+        raise KernelSyntaxError("a tensor has no truth value at compile time",
+                                hint="compare shapes or symbolic scalars, or use pypto.where",
+                                loc=user_loc(2))
+
+    __hash__ = object.__hash__
+
+    # ---- arithmetic ----------------------------------------------------------------------------
+    def __add__(self, o): return _ops().add(self, o)
+    def __radd__(self, o): return _ops().add(o, self)
+    def __sub__(self, o): return _ops().sub(self, o)
+    def __rsub__(self, o): return _ops().sub(o, self)
+    def __mul__(self, o): return _ops().mul(self, o)
+    def __rmul__(self, o): return _ops().mul(o, self)
+    def __truediv__(self, o): return _ops().div(self, o)
+    def __rtruediv__(self, o): return _ops().div(o, self)
+    def __neg__(self): return _ops().neg(self)
+    def __pos__(self): return self
+    def __matmul__(self, o): return _ops().matmul(self, o)
+    def __eq__(self, o): return _ops().eq(self, o)  # type: ignore[override]
+    def __ne__(self, o): return _ops().ne(self, o)  # type: ignore[override]
+    def __lt__(self, o): return _ops().lt(self, o)
+    def __le__(self, o): return _ops().le(self, o)
+    def __gt__(self, o): return _ops().gt(self, o)
+    def __ge__(self, o): return _ops().ge(self, o)
+
+    # ---- methods mirroring the op functions ----------------------------------------------------
+    def add(self, o): return _ops().add(self, o)
+    def sub(self, o): return _ops().sub(self, o)
+    def mul(self, o): return _ops().mul(self, o)
+    def div(self, o): return _ops().div(self, o)
+    def maximum(self, o): return _ops().maximum(self, o)
+    def minimum(self, o): return _ops().minimum(self, o)
+    def exp(self): return _ops().exp(self)
+    def log(self): return _ops().log(self)
+    def sqrt(self): return _ops().sqrt(self)
+    def rsqrt(self): return _ops().rsqrt(self)
+    def abs(self): return _ops().abs(self)
+    def neg(self): return _ops().neg(self)
+    def reciprocal(self): return _ops().reciprocal(self)
+    def sigmoid(self): return _ops().sigmoid(self)
+    def relu(self): return _ops().relu(self)
+    def tanh(self): return _ops().tanh(self)
+    def clip(self, min=None, max=None): return _ops().clip(self, min, max)
+    def where(self, cond, other): return _ops().where(cond, self, other)
+    def cast(self, dtype, *a, **k): return _ops().cast(self, dtype, *a, **k)
+    def sum(self, dim=-1, keepdim=False): return _ops().sum(self, dim, keepdim)
+    def amax(self, dim=-1, keepdim=False): return _ops().amax(self, dim, keepdim)
+    def amin(self, dim=-1, keepdim=False): return _ops().amin(self, dim, keepdim)
+    def softmax(self, dim=-1): return _ops().softmax(self, dim)
+    def matmul(self, o, *a, **k): return _ops().matmul(self, o, *a, **k)
+    def transpose(self, dim0=-2, dim1=-1): return _ops().transpose(self, dim0, dim1)
+    def reshape(self, shape, **k): return _ops().reshape(self, shape, **k)
+    def view(self, shape, offsets, **k): return _ops().view(self, shape, offsets, **k)
+    def clone(self): return _ops().clone(self)
+    def expand_clone(self, shape, **k): return _ops().expand_clone(self, shape, **k)
+    def topk(self, k, dim=-1, largest=True): return _ops().topk(self, k, dim, largest)
+    def assemble(self, offsets, dst): return _ops().assemble(self, offsets, dst)
+
+    def move(self, other: "Tensor") -> "Tensor":
+        """Write ``other`` over the whole of this tensor (``t[:] = other``)."""
+        _ops().assemble(other, [0] * self.dim, self)
+        return self
+
+    # ---- indexing ------------------------------------------------------------------------------
+    def _index(self, key):
+        """(offsets, sizes, dropped dims, element?) for an indexing key."""
+        shape = self._value.shape
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(isinstance(k, Tensor) for k in key):
+            raise KernelSyntaxError("indexing with a tensor is not supported yet",
+                                    hint="gather/index_select arrive with the full operator catalogue",
+                                    loc=user_loc(3))
+        if sum(k is Ellipsis for k in key) > 1:
+            raise ShapeError("an index may hold at most one '...'", loc=user_loc(3))
+        if Ellipsis in key:
+            i = key.index(Ellipsis)
+            key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1:]
+        if len(key) > len(shape):
+            raise ShapeError(f"too many indices for a tensor of rank {len(shape)}",
+                             expected=f"at most {len(shape)}", got=len(key), loc=user_loc(3))
+        key = key + (slice(None),) * (len(shape) - len(key))
+        offsets, sizes, drops = [], [], []
+        for d, (k, dim) in enumerate(zip(key, shape)):
+            if isinstance(k, slice):
+                if k.step not in (None, 1):
+                    raise ShapeError("slices with a step are not supported", expected="step 1",
+                                     got=k.step, loc=user_loc(3))
+                start = 0 if k.start is None else _index_expr(k.start, dim)
+                stop = dim if k.stop is None else _index_expr(k.stop, dim)
+                if isinstance(stop, int) and isinstance(dim, int):
+                    stop = min(stop, dim)
+                offsets.append(start)
+                sizes.append(E.simplify_dim(E.sub(stop, start)))
+            else:
+                offsets.append(_index_expr(k, dim))
+                sizes.append(1)
+                drops.append(d)
+        for d, s in enumerate(sizes):
+            if isinstance(s, int) and s <= 0:
+                raise ShapeError(f"empty slice in dim {d}", got=f"size {s}", loc=user_loc(3))
+        return offsets, sizes, drops
+
+    def __getitem__(self, key):
+        offsets, sizes, drops = self._index(key)
+        if len(drops) == self.dim and self.dim > 0:
+            return _ops().read_element(self, offsets)
+        view = _ops().view(self, sizes, offsets)
+        if drops:
+            keep = [s for d, s in enumerate(sizes) if d not in drops]
+            return _ops().squeeze_dims(view, drops, keep)
+        return view
+
+    def __setitem__(self, key, src):
+        if isinstance(key, slice) and key == slice(None) and self.dim > 0:
+            _ops().assemble(src, [0] * self.dim, self)
+            return
+        offsets, sizes, drops = self._index(key)
+        if not isinstance(src, Tensor):
+            raise KernelSyntaxError("slice assignment needs a tensor on the right",
+                                    got=type(src).__name__,
+                                    hint="use pypto.full(shape, value, dtype) for a constant",
+                                    loc=user_loc(2))
+        if drops:
+            src = _ops().unsqueeze_dims(src, drops, sizes)
+        _ops().assemble(src, offsets, self)
+
+
+def _index_expr(k, dim):
+    if isinstance(k, SymbolicScalar):
+        return E.simplify_dim(k.expr)
+    if isinstance(k, bool) or not isinstance(k, int):
+        if hasattr(k, "__index__"):
+            k = int(k.__index__())
+        else:
+            raise KernelSyntaxError("an index must be an int or a symbolic scalar",
+                                    got=f"{type(k).__name__} {k!r}", loc=user_loc(4))
+    if k < 0:
+        if isinstance(dim, E.Expr):
+            return E.simplify_dim(E.add(dim, k))
+        k += dim
+        if k < 0:
+            raise ShapeError("index out of range", expected=f"-{dim} <= index < {dim}",
+                             got=k - dim, loc=user_loc(4))
+    return k

@@ -1,0 +1,1 @@
+"""Graph levels of the compiler: expressions, the Tensor Graph, printers."""

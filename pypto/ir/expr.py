@@ -1,0 +1,302 @@
+"""Symbolic integer expressions: dynamic dimensions, loop indices, offsets and valid shapes.
+
+Expressions are immutable and compared structurally. The builders (`add`, `mul`, ...) normalise
+sums into a canonical linear form, so ``(i*32 + 32) - i*32`` folds to ``32``: slice extents and
+tail sizes stay readable and often become plain ints.
+
+An expression is evaluated against an environment ``{symbol name: int}``; `compile_expr` turns it
+into a Python closure once, so the runtime never walks the tree per element.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+
+class Expr:
+    """Base class of expression nodes."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return render(self)
+
+    def __repr__(self) -> str:
+        return f"Expr({render(self)})"
+
+
+@dataclass(frozen=True, repr=False)
+class Const(Expr):
+    value: Union[int, bool]
+
+
+@dataclass(frozen=True, repr=False)
+class Sym(Expr):
+    """A free symbol: a dynamic dimension (``x.shape[0]``, a named dim ``N``) or a loop index."""
+
+    name: str
+
+
+@dataclass(frozen=True, repr=False)
+class Bin(Expr):
+    op: str  # add sub mul floordiv mod min max eq ne lt le gt ge and or
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True, repr=False)
+class Not(Expr):
+    a: Expr
+
+
+@dataclass(frozen=True, repr=False)
+class Load(Expr):
+    """An element of a kernel argument tensor, read at run time (value-dependent control flow)."""
+
+    param: str
+    indices: tuple
+
+
+Dim = Union[int, Expr]
+
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_LOGIC = {"and": "and", "or": "or"}
+_PY = {**_ARITH, **_CMP, **_LOGIC}
+_FOLD = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
+    "min": min, "max": max,
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "and": lambda a, b: bool(a) and bool(b), "or": lambda a, b: bool(a) or bool(b),
+}
+
+
+def const(v) -> Const:
+    return Const(v)
+
+
+def lift(x) -> Expr:
+    """An Expr for an int/bool or Expr."""
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, bool):
+        return Const(x)
+    if isinstance(x, int):
+        return Const(int(x))
+    raise TypeError(f"cannot use {type(x).__name__} {x!r} as a symbolic integer")
+
+
+def is_const(x) -> bool:
+    return not isinstance(x, Expr) or isinstance(x, Const)
+
+
+def const_value(x):
+    """The int value of an int or Const; None for a non-constant expression."""
+    if isinstance(x, Const):
+        return x.value
+    if isinstance(x, Expr):
+        return None
+    return x
+
+
+def simplify_dim(x) -> Dim:
+    """An int when the expression is constant, else the expression."""
+    v = const_value(x)
+    return int(v) if v is not None and not isinstance(v, bool) else (v if v is not None else x)
+
+
+# ---- linear normal form for + - and multiplication by constants -------------------------------
+
+def _linear(e: Expr) -> tuple[dict, int]:
+    if isinstance(e, Const):
+        return {}, int(e.value)
+    if isinstance(e, Bin) and e.op in ("add", "sub"):
+        ta, ca = _linear(e.a)
+        tb, cb = _linear(e.b)
+        sign = 1 if e.op == "add" else -1
+        terms = dict(ta)
+        for t, c in tb.items():
+            terms[t] = terms.get(t, 0) + sign * c
+        return terms, ca + sign * cb
+    if isinstance(e, Bin) and e.op == "mul":
+        ka, kb = const_value(e.a), const_value(e.b)
+        if ka is not None or kb is not None:
+            k, other = (ka, e.b) if ka is not None else (kb, e.a)
+            t, c = _linear(other)
+            return {term: coef * k for term, coef in t.items()}, c * k
+    return {e: 1}, 0
+
+
+def _from_linear(terms: dict, c: int) -> Expr:
+    # positive terms first, so ``N - i * 32`` rather than ``i * -32 + N``
+    items = sorted(((t, k) for t, k in terms.items() if k != 0), key=lambda tk: (tk[1] < 0, render(tk[0])))
+    out: Expr | None = None
+    for t, k in items:
+        piece = t if abs(k) == 1 else Bin("mul", t, Const(abs(k)))
+        if out is None:
+            out = piece if k > 0 else Bin("mul", t, Const(k))
+        else:
+            out = Bin("add" if k > 0 else "sub", out, piece)
+    if out is None:
+        return Const(c)
+    if c > 0:
+        return Bin("add", out, Const(c))
+    if c < 0:
+        return Bin("sub", out, Const(-c))
+    return out
+
+
+def binary(op: str, a, b) -> Expr:
+    """Build ``a <op> b`` with constant folding and linear normalisation."""
+    a, b = lift(a), lift(b)
+    if isinstance(a, Const) and isinstance(b, Const):
+        if op in ("floordiv", "mod") and b.value == 0:
+            raise ZeroDivisionError(f"symbolic {op} by zero")
+        return Const(_FOLD[op](a.value, b.value))
+    if op in ("add", "sub") or (op == "mul" and (isinstance(a, Const) or isinstance(b, Const))):
+        if op == "mul":
+            k, other = (a.value, b) if isinstance(a, Const) else (b.value, a)
+            if k == 0:
+                return Const(0)
+        return _from_linear(*_linear(Bin(op, a, b)))
+    if op in ("min", "max") and a == b:
+        return a
+    if op == "floordiv" and isinstance(b, Const) and b.value == 1:
+        return a
+    if op == "mod" and isinstance(b, Const) and b.value == 1:
+        return Const(0)
+    if op in ("eq", "le", "ge") and a == b:
+        return Const(True)
+    if op in ("ne", "lt", "gt") and a == b:
+        return Const(False)
+    if op in ("sub",) or op in _CMP:
+        pass
+    if op in _CMP:  # compare a - b against 0 when that folds to a constant
+        diff = binary("sub", a, b) if not isinstance(a, (Load,)) else None
+        if isinstance(diff, Const):
+            return Const(_FOLD[op](diff.value, 0))
+    if op == "and":
+        for x, y in ((a, b), (b, a)):
+            if isinstance(x, Const):
+                return y if x.value else Const(False)
+    if op == "or":
+        for x, y in ((a, b), (b, a)):
+            if isinstance(x, Const):
+                return Const(True) if x.value else y
+    return Bin(op, a, b)
+
+
+def add(a, b): return binary("add", a, b)
+def sub(a, b): return binary("sub", a, b)
+def mul(a, b): return binary("mul", a, b)
+def floordiv(a, b): return binary("floordiv", a, b)
+def mod(a, b): return binary("mod", a, b)
+def emin(a, b): return binary("min", a, b)
+def emax(a, b): return binary("max", a, b)
+
+
+def ceildiv(a, b) -> Expr:
+    """``ceil(a / b)`` for non-negative a and positive b."""
+    return floordiv(add(a, sub(b, 1)), b)
+
+
+def logical_not(a) -> Expr:
+    a = lift(a)
+    if isinstance(a, Const):
+        return Const(not a.value)
+    return Not(a)
+
+
+def clamp_extent(valid, offset, size) -> Dim:
+    """Valid extent of a view: ``min(max(valid - offset, 0), size)`` (upstream's view rule)."""
+    return simplify_dim(emin(emax(sub(valid, offset), 0), size))
+
+
+# ---- printing ---------------------------------------------------------------------------------
+
+_PREC = {"or": 1, "and": 2, **{k: 3 for k in _CMP}, "add": 4, "sub": 4, "mul": 5, "floordiv": 5, "mod": 5}
+
+
+def render(e, parent_prec: int = 0) -> str:
+    """Readable infix text of an expression (ints print as themselves)."""
+    if not isinstance(e, Expr):
+        return str(e)
+    if isinstance(e, Const):
+        return str(e.value)
+    if isinstance(e, Sym):
+        return e.name
+    if isinstance(e, Load):
+        return f"{e.param}[{', '.join(render(i) for i in e.indices)}]"
+    if isinstance(e, Not):
+        return f"not {render(e.a, 6)}"
+    if e.op in ("min", "max"):
+        return f"{e.op}({render(e.a)}, {render(e.b)})"
+    prec = _PREC[e.op]
+    right_prec = prec + 1 if e.op in ("sub", "floordiv", "mod") else prec
+    text = f"{render(e.a, prec)} {_PY[e.op]} {render(e.b, right_prec)}"
+    return f"({text})" if prec < parent_prec else text
+
+
+def render_dims(dims) -> str:
+    return "[" + ", ".join(render(d) for d in dims) + "]"
+
+
+# ---- evaluation -------------------------------------------------------------------------------
+
+def free_symbols(e) -> set:
+    out: set = set()
+
+    def walk(x):
+        if isinstance(x, Sym):
+            out.add(x.name)
+        elif isinstance(x, Bin):
+            walk(x.a)
+            walk(x.b)
+        elif isinstance(x, Not):
+            walk(x.a)
+        elif isinstance(x, Load):
+            for i in x.indices:
+                walk(i)
+
+    walk(e)
+    return out
+
+
+def _source(e) -> str:
+    if not isinstance(e, Expr):
+        return repr(e)
+    if isinstance(e, Const):
+        return repr(e.value)
+    if isinstance(e, Sym):
+        return f"env[{e.name!r}]"
+    if isinstance(e, Load):
+        return f"load({e.param!r}, ({''.join(_source(i) + ', ' for i in e.indices)}))"
+    if isinstance(e, Not):
+        return f"(not {_source(e.a)})"
+    if e.op in ("min", "max"):
+        return f"{e.op}({_source(e.a)}, {_source(e.b)})"
+    return f"({_source(e.a)} {_PY[e.op]} {_source(e.b)})"
+
+
+_COMPILED: dict = {}
+
+
+def compile_expr(e) -> Callable:
+    """A function ``f(env, load)`` computing ``e``; ``load(param, indices)`` reads tensor elements."""
+    fn = _COMPILED.get(e)
+    if fn is None:
+        fn = eval(f"lambda env, load: {_source(e)}", {"min": min, "max": max})  # noqa: S307
+        _COMPILED[e] = fn
+    return fn
+
+
+def evaluate(e, env: dict, load=None):
+    """The value of ``e`` (an int/bool or Expr) under ``env``."""
+    if not isinstance(e, Expr):
+        return e
+    if isinstance(e, Const):
+        return e.value
+    return compile_expr(e)(env, load)

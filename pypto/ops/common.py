@@ -1,0 +1,186 @@
+"""Helpers shared by the op builders: operand checks, broadcasting and emitting ops."""
+
+from __future__ import annotations
+
+from ..dtypes import DT_BOOL, DType, require_supported
+from ..errors import DTypeError, ShapeError, user_loc
+from ..frontend.builder import require
+from ..frontend.scalar import SymbolicScalar
+from ..frontend.tensor import Tensor
+from ..ir import expr as E
+from .registry import REGISTRY
+
+
+def loc():
+    return user_loc(3)
+
+
+def tensor_arg(x, op: str, param: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise DTypeError(f"pypto.{op}: '{param}' must be a tensor", expected="a pypto Tensor",
+                         got=f"{type(x).__name__} {x!r}"[:80], param=param, loc=loc())
+    return x
+
+
+def check_dtype(op: str, t: Tensor, param: str, allowed=None) -> DType:
+    allowed = allowed if allowed is not None else REGISTRY[op].dtypes
+    dt = t.dtype
+    if allowed is not None and dt not in allowed:
+        raise DTypeError(f"pypto.{op} does not accept dtype {dt.name} for '{param}'",
+                         expected=", ".join(d.name for d in allowed), got=dt.name, param=param,
+                         loc=loc())
+    return dt
+
+
+def dtype_arg(dt, op: str, param: str = "dtype") -> DType:
+    if not isinstance(dt, DType):
+        raise DTypeError(f"pypto.{op}: '{param}' must be a pypto dtype", expected="e.g. pypto.DT_FP32",
+                         got=repr(dt), param=param, loc=loc())
+    return require_supported(dt, param=param, loc=loc())
+
+
+def norm_dim(dim, rank: int, op: str, param: str = "dim") -> int:
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise ShapeError(f"pypto.{op}: '{param}' must be an int", got=repr(dim), param=param, loc=loc())
+    if not -rank <= dim < rank:
+        raise ShapeError(f"pypto.{op}: '{param}' is out of range for a tensor of rank {rank}",
+                         expected=f"{-rank} <= {param} < {rank}", got=dim, param=param, loc=loc())
+    return dim % rank
+
+
+def dims_equal(a, b) -> bool:
+    return E.simplify_dim(a) == E.simplify_dim(b) if isinstance(a, E.Expr) or isinstance(b, E.Expr) else a == b
+
+
+def broadcast_shapes(op: str, shapes, params) -> tuple:
+    """Numpy-style broadcast of (possibly symbolic) shapes; a mismatch names both operands."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for d in range(rank):
+        size = 1
+        for s in shapes:
+            k = d - (rank - len(s))
+            if k < 0:
+                continue
+            dim = s[k]
+            if isinstance(dim, int) and dim == 1:
+                continue
+            if isinstance(size, int) and size == 1:
+                size = dim
+            elif not dims_equal(size, dim):
+                raise ShapeError(
+                    f"pypto.{op}: shapes of {' and '.join(repr(p) for p in params)} do not broadcast",
+                    expected="equal sizes or 1 in each dim",
+                    got=" vs ".join(E.render_dims(s) for s in shapes), loc=loc())
+        out.append(size)
+    return tuple(out)
+
+
+def bcast_flags(shape, out_shape) -> tuple:
+    """Per output dim: is this operand broadcast along it (size 1, or missing)?"""
+    pad = len(out_shape) - len(shape)
+    flags = [True] * pad
+    for k, dim in enumerate(shape):
+        flags.append(isinstance(dim, int) and dim == 1 and not (isinstance(out_shape[pad + k], int)
+                                                                 and out_shape[pad + k] == 1))
+    return tuple(flags)
+
+
+def scalar_arg(x, op: str, param: str, like: DType):
+    """A Python/symbolic scalar operand checked against the tensor dtype it combines with."""
+    if isinstance(x, SymbolicScalar):
+        return E.simplify_dim(x.expr)
+    if isinstance(x, bool):
+        if like is DT_BOOL:
+            return x
+        raise DTypeError(f"pypto.{op}: bool scalar for '{param}' with a {like.name} tensor",
+                         expected="an int or float", got="bool", param=param, loc=loc())
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float):
+        if not like.is_float:
+            raise DTypeError(f"pypto.{op}: float scalar for '{param}' with an integer tensor",
+                             expected=f"an int for a {like.name} tensor", got=repr(x), param=param,
+                             loc=loc())
+        return x
+    raise DTypeError(f"pypto.{op}: '{param}' must be a tensor or a scalar", expected="Tensor, int or float",
+                     got=f"{type(x).__name__}", param=param, loc=loc())
+
+
+def valid_of(*values):
+    """The valid shape of an elementwise result: that of the first operand spanning each dim."""
+    out_rank = max(v.rank for v in values)
+    valid = []
+    for d in range(out_rank):
+        pick = None
+        for v in values:
+            k = d - (out_rank - v.rank)
+            if k >= 0 and not (isinstance(v.shape[k], int) and v.shape[k] == 1):
+                pick = v.valid_shape[k]
+                break
+        if pick is None:
+            pick = 1
+        valid.append(pick)
+    return tuple(valid)
+
+
+def emit(kind: str, inputs, outs, attrs=None, names=None):
+    """Record op ``kind`` and return Tensor handles for its outputs.
+
+    ``outs`` is a list of (dtype, shape, valid_shape or None) or (dtype, shape, valid, base).
+    """
+    tracer = require(f"pypto.{kind}")
+    where = loc()
+    check_vec_tile(tracer, kind, inputs, outs, where)
+    values = []
+    for i, spec in enumerate(outs):
+        dtype, shape, valid = spec[:3]
+        base = spec[3] if len(spec) > 3 else None
+        values.append(tracer.new_value(dtype, shape, valid, base=base, loc=where,
+                                       name=(names[i] if names else kind)))
+    tracer.emit(kind, [t._value for t in inputs], values, attrs, where)
+    handles = [Tensor._wrap(v) for v in values]
+    return handles[0] if len(handles) == 1 else tuple(handles)
+
+
+def check_vec_tile(tracer, kind, inputs, outs, where):
+    """The current vector tile must have one size per dim of the op it tiles."""
+    tile = tracer.vec_tile
+    if tile is None or REGISTRY[kind].kind != "vector":
+        return
+    rank = inputs[0]._value.rank if inputs else len(outs[0][1])
+    if len(tile) != rank:
+        raise ShapeError(f"pypto.{kind}: the vector tile shape has {len(tile)} dims but the op has {rank}",
+                         expected=f"set_vec_tile_shapes with {rank} sizes before this op",
+                         got=f"set_vec_tile_shapes{tuple(tile)}", param="vec_tile_shapes", loc=where)
+
+
+def emit_inplace(kind: str, inputs, target: Tensor, attrs=None) -> Tensor:
+    """Record an op that writes ``target`` in place (assemble)."""
+    tracer = require(f"pypto.{kind}")
+    tracer.emit(kind, [t._value for t in inputs], [target._value], attrs, loc())
+    return target
+
+
+def shape_list(shape, op: str, param: str = "shape") -> tuple:
+    """A list of ints / symbolic scalars as a tuple of dims."""
+    if isinstance(shape, (int, SymbolicScalar)):
+        shape = [shape]
+    if not isinstance(shape, (list, tuple)):
+        raise ShapeError(f"pypto.{op}: '{param}' must be a list of sizes", got=repr(shape), param=param,
+                         loc=loc())
+    out = []
+    for s in shape:
+        if isinstance(s, SymbolicScalar):
+            out.append(E.simplify_dim(s.expr))
+        elif isinstance(s, E.Expr):
+            out.append(E.simplify_dim(s))
+        elif isinstance(s, int) and not isinstance(s, bool):
+            if s < 0:
+                raise ShapeError(f"pypto.{op}: '{param}' has a negative size", got=list(shape),
+                                 param=param, loc=loc())
+            out.append(s)
+        else:
+            raise ShapeError(f"pypto.{op}: '{param}' entries must be ints or symbolic scalars",
+                             got=repr(s), param=param, loc=loc())
+    return tuple(out)

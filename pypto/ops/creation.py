@@ -1,0 +1,72 @@
+"""Tensors made from nothing: local tensors, full, zeros, ones."""
+
+from __future__ import annotations
+
+import torch
+
+from ..dtypes import DT_FP32
+from ..errors import DTypeError
+from ..frontend.builder import require
+from ..frontend.scalar import SymbolicScalar
+from ..frontend.tensor import Tensor
+from ..ir import expr as E
+from .common import dtype_arg, emit, loc, shape_list
+from .registry import register
+
+
+def tensor(shape, dtype=DT_FP32, name: str = ""):
+    """Declare a local tensor inside a kernel; write it (assemble) before reading it.
+
+    Upstream leaves it uninitialised; here it starts as zeros so a missed write is visible.
+    """
+    require("pypto.tensor")
+    dt = dtype_arg(dtype, "tensor")
+    shp = shape_list(shape, "tensor")
+    out = emit("tensor", [], [(dt, shp, None)], {"shape": shp, "dtype": dt}, names=[name or "local"])
+    return out
+
+
+@register("tensor", kind="create")
+def _tensor(ins, attrs, ev):
+    """A zero-filled local buffer."""
+    return torch.zeros(ev(attrs["shape"]), dtype=attrs["dtype"].torch())
+
+
+def full(size, fill_value, dtype=None, *, valid_shape=None):
+    """A tensor of ``size`` filled with ``fill_value`` (an int, float or symbolic scalar)."""
+    if isinstance(fill_value, Tensor):
+        raise DTypeError("pypto.full: 'fill_value' must be a scalar", got="a tensor", param="fill_value",
+                         loc=loc())
+    if dtype is None:
+        dtype = DT_FP32
+    dt = dtype_arg(dtype, "full")
+    if isinstance(fill_value, SymbolicScalar):
+        value = E.simplify_dim(fill_value.expr)
+    elif isinstance(fill_value, bool) or isinstance(fill_value, (int, float)):
+        if isinstance(fill_value, float) and not dt.is_float:
+            raise DTypeError("pypto.full: a float 'fill_value' for an integer dtype",
+                             expected=f"an int for {dt.name}", got=repr(fill_value), param="fill_value",
+                             loc=loc())
+        value = fill_value
+    else:
+        raise DTypeError("pypto.full: 'fill_value' must be a scalar", expected="int, float or SymbolicScalar",
+                         got=type(fill_value).__name__, param="fill_value", loc=loc())
+    shp = shape_list(size, "full", "size")
+    valid = shape_list(valid_shape, "full", "valid_shape") if valid_shape is not None else shp
+    return emit("full", [], [(dt, shp, valid)], {"shape": shp, "valid": valid, "value": value, "dtype": dt})
+
+
+@register("full", kind="create")
+def _full(ins, attrs, ev):
+    """A constant-filled tensor (its valid part)."""
+    return torch.full(ev(attrs["valid"]), ev(attrs["value"]), dtype=attrs["dtype"].torch())
+
+
+def zeros(size, dtype=DT_FP32, *, valid_shape=None):
+    """A zero-filled tensor."""
+    return full(size, 0, dtype, valid_shape=valid_shape)
+
+
+def ones(size, dtype=DT_FP32, *, valid_shape=None):
+    """A one-filled tensor."""
+    return full(size, 1, dtype, valid_shape=valid_shape)

@@ -1,0 +1,346 @@
+"""Elementwise operators: arithmetic, unary math and activations, comparisons, where, clip, cast."""
+
+from __future__ import annotations
+
+import torch
+
+from ..dtypes import DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_INT16, DT_INT32, SUPPORTED_DTYPES
+from ..enums import CastMode, SaturationMode
+from ..errors import DTypeError
+from ..frontend.tensor import Tensor
+from .common import (bcast_flags, broadcast_shapes, check_dtype, dtype_arg, emit, loc, scalar_arg,
+                     tensor_arg, valid_of)
+from .registry import register
+
+FLOATS = (DT_FP32, DT_FP16, DT_BF16)
+NUMERIC = (DT_FP32, DT_FP16, DT_BF16, DT_INT32, DT_INT16)
+
+
+def align_valid(ins, bcast):
+    """Crop operands to their common valid extent in every non-broadcast dim (tails)."""
+    if len({tuple(t.shape) for t in ins}) == 1:
+        return ins
+    out = list(ins)
+    rank = len(bcast[0])
+    for d in range(1, rank + 1):
+        sizes = [t.shape[-d] for t, b in zip(out, bcast) if t.dim() >= d and not b[-d]]
+        if not sizes:
+            continue
+        m = min(sizes)
+        for k, (t, b) in enumerate(zip(out, bcast)):
+            if t.dim() >= d and not b[-d] and t.shape[-d] != m:
+                out[k] = t.narrow(t.dim() - d, 0, m)
+    return out
+
+
+# ---- binary arithmetic ---------------------------------------------------------------------------
+
+def _binary(op: str, a, b, out_dtype=None):
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    if ta and tb:
+        check_dtype(op, a, "input")
+        if a.dtype is not b.dtype:
+            raise DTypeError(f"pypto.{op}: operands have different dtypes", expected="the same dtype",
+                             got=f"{a.dtype.name} and {b.dtype.name}", param="other", loc=loc())
+        va, vb = a._value, b._value
+        shape = broadcast_shapes(op, [va.shape, vb.shape], ["input", "other"])
+        attrs = {"bcast": (bcast_flags(va.shape, shape), bcast_flags(vb.shape, shape))}
+        return emit(op, [a, b], [(out_dtype or a.dtype, shape, valid_of(va, vb))], attrs)
+    if not ta and not tb:
+        tensor_arg(a, op, "input")
+    t, s, first = (a, b, False) if ta else (b, a, True)
+    check_dtype(op, t, "input" if ta else "other")
+    scalar = scalar_arg(s, op, "other" if ta else "input", t.dtype)
+    attrs = {"scalar": scalar, "scalar_first": first}
+    return emit(op, [t], [(out_dtype or t.dtype, t._value.shape, t._value.valid_shape)], attrs)
+
+
+def _binary_compute(fn):
+    def compute(ins, attrs, ev):
+        if len(ins) == 2:
+            x, y = align_valid(ins, attrs["bcast"])
+            return fn(x, y)
+        t = ins[0]
+        s = torch.tensor(ev(attrs["scalar"]), dtype=t.dtype) if not t.dtype.is_floating_point \
+            else torch.tensor(float(ev(attrs["scalar"])), dtype=t.dtype)
+        return fn(s, t) if attrs["scalar_first"] else fn(t, s)
+
+    compute.__doc__ = fn.__doc__
+    return compute
+
+
+def add(input, other):
+    """Elementwise ``input + other`` with broadcasting; either side may be a Python scalar."""
+    return _binary("add", input, other)
+
+
+def sub(input, other):
+    """Elementwise ``input - other``."""
+    return _binary("sub", input, other)
+
+
+def mul(input, other):
+    """Elementwise ``input * other``."""
+    return _binary("mul", input, other)
+
+
+def div(input, other):
+    """Elementwise ``input / other`` (float dtypes)."""
+    return _binary("div", input, other)
+
+
+def maximum(input, other):
+    """Elementwise maximum."""
+    return _binary("maximum", input, other)
+
+
+def minimum(input, other):
+    """Elementwise minimum."""
+    return _binary("minimum", input, other)
+
+
+register("add", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.add))
+register("sub", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.sub))
+register("mul", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.mul))
+register("div", kind="vector", fp32_math=True, dtypes=FLOATS)(_binary_compute(torch.div))
+register("maximum", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.maximum))
+register("minimum", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.minimum))
+
+
+# ---- comparisons -----------------------------------------------------------------------------------
+
+def eq(input, other):
+    """Elementwise ``input == other`` as a BOOL tensor."""
+    return _binary("eq", input, other, DT_BOOL)
+
+
+def ne(input, other):
+    """Elementwise ``input != other`` as a BOOL tensor."""
+    return _binary("ne", input, other, DT_BOOL)
+
+
+def gt(input, other):
+    """Elementwise ``input > other`` as a BOOL tensor."""
+    return _binary("gt", input, other, DT_BOOL)
+
+
+def ge(input, other):
+    """Elementwise ``input >= other`` as a BOOL tensor."""
+    return _binary("ge", input, other, DT_BOOL)
+
+
+def lt(input, other):
+    """Elementwise ``input < other`` as a BOOL tensor."""
+    return _binary("lt", input, other, DT_BOOL)
+
+
+def le(input, other):
+    """Elementwise ``input <= other`` as a BOOL tensor."""
+    return _binary("le", input, other, DT_BOOL)
+
+
+for _name, _fn in (("eq", torch.eq), ("ne", torch.ne), ("gt", torch.gt), ("ge", torch.ge),
+                   ("lt", torch.lt), ("le", torch.le)):
+    register(_name, kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(_fn))
+
+
+# ---- unary -----------------------------------------------------------------------------------------
+
+def _unary(op: str, x):
+    tensor_arg(x, op, "input")
+    check_dtype(op, x, "input")
+    v = x._value
+    return emit(op, [x], [(x.dtype, v.shape, v.valid_shape)])
+
+
+def _unary_compute(fn):
+    def compute(ins, attrs, ev):
+        return fn(ins[0])
+
+    return compute
+
+
+_UNARY = {
+    "neg": (torch.neg, NUMERIC), "abs": (torch.abs, NUMERIC), "relu": (torch.relu, NUMERIC),
+    "exp": (torch.exp, FLOATS), "log": (torch.log, FLOATS), "sqrt": (torch.sqrt, FLOATS),
+    "rsqrt": (torch.rsqrt, FLOATS), "reciprocal": (torch.reciprocal, FLOATS),
+    "sigmoid": (torch.sigmoid, FLOATS), "tanh": (torch.tanh, FLOATS),
+}
+for _name, (_fn, _dts) in _UNARY.items():
+    register(_name, kind="vector", fp32_math=True, dtypes=_dts)(_unary_compute(_fn))
+
+
+def neg(input):
+    """Elementwise ``-input``."""
+    return _unary("neg", input)
+
+
+def abs(input):  # noqa: A001 - upstream name
+    """Elementwise absolute value."""
+    return _unary("abs", input)
+
+
+def relu(input):
+    """``max(input, 0)``."""
+    return _unary("relu", input)
+
+
+def exp(input):
+    """Elementwise ``e**input``."""
+    return _unary("exp", input)
+
+
+def log(input):
+    """Elementwise natural logarithm."""
+    return _unary("log", input)
+
+
+def sqrt(input):
+    """Elementwise square root."""
+    return _unary("sqrt", input)
+
+
+def rsqrt(input):
+    """Elementwise ``1 / sqrt(input)``."""
+    return _unary("rsqrt", input)
+
+
+def reciprocal(input):
+    """Elementwise ``1 / input``."""
+    return _unary("reciprocal", input)
+
+
+def sigmoid(input):
+    """Elementwise ``1 / (1 + exp(-input))``."""
+    return _unary("sigmoid", input)
+
+
+def tanh(input):
+    """Elementwise hyperbolic tangent."""
+    return _unary("tanh", input)
+
+
+# ---- clip and where --------------------------------------------------------------------------------
+
+def clip(input, min=None, max=None):  # noqa: A002 - upstream names
+    """Clamp ``input`` into ``[min, max]``; each bound a scalar, a tensor or None."""
+    tensor_arg(input, "clip", "input")
+    check_dtype("clip", input, "input")
+    if min is None and max is None:
+        raise DTypeError("pypto.clip needs 'min' or 'max'", expected="at least one bound", got="neither",
+                         param="min", loc=loc())
+    ins, shapes, attrs = [input], [input._value.shape], {}
+    for name, bound in (("min", min), ("max", max)):
+        if isinstance(bound, Tensor):
+            if bound.dtype is not input.dtype:
+                raise DTypeError(f"pypto.clip: '{name}' has a different dtype than 'input'",
+                                 expected=input.dtype.name, got=bound.dtype.name, param=name, loc=loc())
+            attrs[name] = len(ins)
+            ins.append(bound)
+            shapes.append(bound._value.shape)
+        elif bound is not None:
+            attrs[name + "_scalar"] = scalar_arg(bound, "clip", name, input.dtype)
+    shape = broadcast_shapes("clip", shapes, ["input", "min", "max"][:len(shapes)])
+    if shape != tuple(input._value.shape) and len(shape) != input.dim:
+        pass
+    attrs["bcast"] = tuple(bcast_flags(s, shape) for s in shapes)
+    return emit("clip", ins, [(input.dtype, shape, valid_of(*[t._value for t in ins]))], attrs)
+
+
+@register("clip", kind="vector", fp32_math=True, dtypes=NUMERIC)
+def _clip(ins, attrs, ev):
+    """Clamp into [min, max]."""
+    ins = align_valid(ins, attrs["bcast"])
+    x = ins[0]
+    lo = ins[attrs["min"]] if "min" in attrs else attrs.get("min_scalar")
+    hi = ins[attrs["max"]] if "max" in attrs else attrs.get("max_scalar")
+    if lo is not None and not isinstance(lo, torch.Tensor):
+        lo = torch.tensor(ev(lo), dtype=x.dtype)
+    if hi is not None and not isinstance(hi, torch.Tensor):
+        hi = torch.tensor(ev(hi), dtype=x.dtype)
+    return torch.clamp(x, lo, hi)
+
+
+def where(condition, input, other):
+    """``input`` where ``condition`` (a BOOL tensor) holds, else ``other``; either may be a scalar."""
+    tensor_arg(condition, "where", "condition")
+    if condition.dtype is not DT_BOOL:
+        raise DTypeError("pypto.where: 'condition' must be a BOOL tensor", expected="DT_BOOL",
+                         got=condition.dtype.name, param="condition", loc=loc())
+    tensors = [t for t in (input, other) if isinstance(t, Tensor)]
+    if not tensors:
+        raise DTypeError("pypto.where needs 'input' or 'other' to be a tensor", got="two scalars",
+                         param="input", loc=loc())
+    dt = tensors[0].dtype
+    check_dtype("where", tensors[0], "input")
+    if len(tensors) == 2 and other.dtype is not dt:
+        raise DTypeError("pypto.where: 'input' and 'other' have different dtypes", expected=dt.name,
+                         got=other.dtype.name, param="other", loc=loc())
+    ins, attrs = [condition], {}
+    for name, x in (("input", input), ("other", other)):
+        if isinstance(x, Tensor):
+            attrs[name] = len(ins)
+            ins.append(x)
+        else:
+            attrs[name + "_scalar"] = scalar_arg(x, "where", name, dt)
+    shape = broadcast_shapes("where", [t._value.shape for t in ins], ["condition", "input", "other"])
+    attrs["bcast"] = tuple(bcast_flags(t._value.shape, shape) for t in ins)
+    return emit("where", ins, [(dt, shape, valid_of(*[t._value for t in ins]))], attrs)
+
+
+@register("where", kind="vector", fp32_math=True, dtypes=NUMERIC)
+def _where(ins, attrs, ev):
+    """Select elementwise by a boolean mask."""
+    ins = align_valid(ins, attrs["bcast"])
+    ref = ins[attrs["input"]] if "input" in attrs else ins[attrs["other"]]
+    a = ins[attrs["input"]] if "input" in attrs else torch.tensor(ev(attrs["input_scalar"]), dtype=ref.dtype)
+    b = ins[attrs["other"]] if "other" in attrs else torch.tensor(ev(attrs["other_scalar"]), dtype=ref.dtype)
+    return torch.where(ins[0], a, b)
+
+
+# ---- cast ------------------------------------------------------------------------------------------
+
+def cast(input, dtype, mode=CastMode.CAST_NONE, satmode=SaturationMode.OFF):
+    """Convert ``input`` to ``dtype`` with rounding ``mode`` and saturation ``satmode``."""
+    tensor_arg(input, "cast", "input")
+    dt = dtype_arg(dtype, "cast")
+    try:
+        mode, satmode = CastMode(mode), SaturationMode(satmode)
+    except ValueError as e:
+        raise DTypeError("pypto.cast: unknown mode", expected="a pypto.CastMode / SaturationMode",
+                         got=repr(mode), param="mode", loc=loc()) from e
+    v = input._value
+    return emit("cast", [input], [(dt, v.shape, v.valid_shape)],
+                {"dtype": dt, "mode": int(mode), "satmode": int(satmode)})
+
+
+def _round(x, mode: int, to_int: bool):
+    if mode == CastMode.CAST_NONE:
+        return torch.trunc(x) if to_int else x
+    if mode == CastMode.CAST_RINT:
+        return torch.round(x)
+    if mode == CastMode.CAST_ROUND:
+        return torch.sign(x) * torch.floor(torch.abs(x) + 0.5)
+    if mode == CastMode.CAST_FLOOR:
+        return torch.floor(x)
+    if mode == CastMode.CAST_CEIL:
+        return torch.ceil(x)
+    return torch.trunc(x)  # TRUNC, and ODD which only differs for float narrowing
+
+
+@register("cast", kind="vector", dtypes=tuple(SUPPORTED_DTYPES))
+def _cast(ins, attrs, ev):
+    """Convert dtype; float->int rounds by mode and saturates (NaN -> 0), as the hardware does."""
+    x, dt = ins[0], attrs["dtype"].torch()
+    if dt == torch.bool:
+        return x != 0
+    if x.dtype.is_floating_point and not dt.is_floating_point:
+        info = torch.iinfo(dt)
+        y = _round(x.float() if x.dtype != torch.float64 else x, attrs["mode"], True)
+        y = torch.nan_to_num(y, nan=0.0).clamp(info.min, info.max)
+        return y.to(torch.float64).to(dt)
+    if not x.dtype.is_floating_point and not dt.is_floating_point and x.dtype != torch.bool \
+            and attrs["satmode"] == SaturationMode.ON:
+        info = torch.iinfo(dt)
+        return x.to(torch.int64).clamp(info.min, info.max).to(dt)
+    return x.to(dt)

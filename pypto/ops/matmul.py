@@ -1,0 +1,99 @@
+"""matmul: 2-D to 4-D, with transposed operands, out_dtype and bias/scale epilogues."""
+
+from __future__ import annotations
+
+import torch
+
+from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
+from ..errors import DTypeError, ShapeError
+from ..frontend.tensor import Tensor
+from ..ir import expr as E
+from .common import broadcast_shapes, check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
+from .registry import register
+
+OUT_DTYPES = {DT_FP16: (DT_FP16, DT_FP32), DT_BF16: (DT_BF16, DT_FP32), DT_FP32: (DT_FP32,),
+              DT_INT8: (DT_INT32,)}
+_EXTEND_KEYS = ("bias_tensor", "scale")
+
+
+def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matrix_nz=False,
+           extend_params=None):
+    """``input @ mat2`` on the cube unit, accumulating in fp32 (int32 for int8).
+
+    Operands have equal rank 2 to 4; leading (batch) dims broadcast. ``a_trans``/``b_trans``
+    read an operand transposed. ``out_dtype`` follows the cube table: fp16 -> fp16/fp32,
+    bf16 -> bf16/fp32, fp32 -> fp32, int8 -> int32 (default: the first entry).
+    ``extend_params`` may hold ``bias_tensor`` (added per output column) and ``scale`` (a float).
+    """
+    tensor_arg(input, "matmul", "input")
+    tensor_arg(mat2, "matmul", "mat2")
+    dt = check_dtype("matmul", input, "input")
+    if mat2.dtype is not dt:
+        raise DTypeError("pypto.matmul: operands have different dtypes", expected=dt.name,
+                         got=mat2.dtype.name, param="mat2", loc=loc())
+    out_dt = OUT_DTYPES[dt][0] if out_dtype is None else dtype_arg(out_dtype, "matmul", "out_dtype")
+    if out_dt not in OUT_DTYPES[dt]:
+        raise DTypeError(f"pypto.matmul: out_dtype {out_dt.name} is not available for {dt.name} operands",
+                         expected=" or ".join(d.name for d in OUT_DTYPES[dt]), got=out_dt.name,
+                         param="out_dtype", loc=loc())
+    if c_matrix_nz:
+        raise DTypeError("pypto.matmul: c_matrix_nz (NZ output format) is not supported by this build",
+                         expected="c_matrix_nz=False", got="True", param="c_matrix_nz", loc=loc())
+    a, b = input._value, mat2._value
+    if not 2 <= a.rank <= 4 or a.rank != b.rank:
+        raise ShapeError("pypto.matmul: operands must have the same rank, 2 to 4",
+                         expected="equal ranks in 2..4", got=f"ranks {a.rank} and {b.rank}",
+                         param="mat2", loc=loc())
+    m, ka = (a.shape[-1], a.shape[-2]) if a_trans else (a.shape[-2], a.shape[-1])
+    kb, n = (b.shape[-1], b.shape[-2]) if b_trans else (b.shape[-2], b.shape[-1])
+    if not dims_equal(ka, kb):
+        raise ShapeError("pypto.matmul: inner dims do not match",
+                         expected=f"K of input ({E.render(ka)}) == K of mat2",
+                         got=f"{E.render_dims(a.shape)} @ {E.render_dims(b.shape)}"
+                             f" (a_trans={a_trans}, b_trans={b_trans})", param="mat2", loc=loc())
+    batch = broadcast_shapes("matmul", [a.shape[:-2], b.shape[:-2]], ["input", "mat2"])
+    vm = a.valid_shape[-1] if a_trans else a.valid_shape[-2]
+    vn = b.valid_shape[-2] if b_trans else b.valid_shape[-1]
+    ins, attrs = [input, mat2], {"a_trans": bool(a_trans), "b_trans": bool(b_trans)}
+    for key, val in (extend_params or {}).items():
+        if key not in _EXTEND_KEYS:
+            raise DTypeError(f"pypto.matmul: extend_params key '{key}' is not supported",
+                             expected=", ".join(_EXTEND_KEYS), got=key, param="extend_params", loc=loc())
+        if key == "bias_tensor":
+            tensor_arg(val, "matmul", "extend_params['bias_tensor']")
+            bshape = val._value.shape
+            if not dims_equal(bshape[-1], n) or any(not (isinstance(s, int) and s == 1) for s in bshape[:-1]):
+                raise ShapeError("pypto.matmul: bias_tensor must be [N] or [1, N]", expected=f"N = {E.render(n)}",
+                                 got=E.render_dims(bshape), param="extend_params['bias_tensor']", loc=loc())
+            attrs["bias"] = len(ins)
+            ins.append(val)
+        else:
+            if not isinstance(val, (int, float)) or isinstance(val, bool):
+                raise DTypeError("pypto.matmul: extend_params['scale'] must be a number", got=repr(val),
+                                 param="extend_params['scale']", loc=loc())
+            attrs["scale"] = float(val)
+    shape = (*batch, m, n)
+    valid = (*batch, vm, vn)
+    return emit("matmul", ins, [(out_dt, shape, valid)], attrs)
+
+
+@register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8))
+def _matmul(ins, attrs, ev):
+    """Matrix product with fp32 (int32) accumulation over the valid K extent."""
+    a, b = ins[0], ins[1]
+    if attrs["a_trans"]:
+        a = a.transpose(-1, -2)
+    if attrs["b_trans"]:
+        b = b.transpose(-1, -2)
+    k = min(a.shape[-1], b.shape[-2])
+    a, b = a.narrow(-1, 0, k), b.narrow(-2, 0, k)
+    if a.dtype == torch.int8:
+        out = torch.matmul(a.to(torch.int32), b.to(torch.int32))
+    else:
+        out = torch.matmul(a.float(), b.float())
+    if "scale" in attrs:
+        out = out * attrs["scale"]
+    if "bias" in attrs:
+        bias = ins[attrs["bias"]].float().reshape(-1)
+        out = out + bias[: out.shape[-1]]
+    return out

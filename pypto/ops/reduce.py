@@ -1,0 +1,74 @@
+"""Reductions over one dim (sum, amax, amin) and softmax."""
+
+from __future__ import annotations
+
+import torch
+
+from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT16, DT_INT32
+from .common import check_dtype, emit, norm_dim, tensor_arg
+from .registry import register
+
+REDUCE_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT32, DT_INT16)
+FLOATS = (DT_FP32, DT_FP16, DT_BF16)
+
+
+def _reduce(op: str, x, dim, keepdim):
+    tensor_arg(x, op, "input")
+    check_dtype(op, x, "input")
+    v = x._value
+    d = norm_dim(dim, v.rank, op)
+    if keepdim:
+        shape = tuple(1 if k == d else s for k, s in enumerate(v.shape))
+        valid = tuple(1 if k == d else s for k, s in enumerate(v.valid_shape))
+    else:
+        shape = tuple(s for k, s in enumerate(v.shape) if k != d)
+        valid = tuple(s for k, s in enumerate(v.valid_shape) if k != d)
+    return emit(op, [x], [(x.dtype, shape, valid)], {"dim": d, "keepdim": bool(keepdim)})
+
+
+def sum(input, dim=-1, keepdim=False):  # noqa: A001 - upstream name
+    """Sum over ``dim``."""
+    return _reduce("sum", input, dim, keepdim)
+
+
+def amax(input, dim=-1, keepdim=False):
+    """Maximum over ``dim``."""
+    return _reduce("amax", input, dim, keepdim)
+
+
+def amin(input, dim=-1, keepdim=False):
+    """Minimum over ``dim``."""
+    return _reduce("amin", input, dim, keepdim)
+
+
+@register("sum", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)
+def _sum(ins, attrs, ev):
+    """Sum over one dim of the valid region."""
+    return torch.sum(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
+
+
+@register("amax", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)
+def _amax(ins, attrs, ev):
+    """Maximum over one dim of the valid region."""
+    return torch.amax(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
+
+
+@register("amin", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)
+def _amin(ins, attrs, ev):
+    """Minimum over one dim of the valid region."""
+    return torch.amin(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
+
+
+def softmax(input, dim=-1):
+    """``exp(x - max) / sum(exp(x - max))`` over ``dim``."""
+    tensor_arg(input, "softmax", "input")
+    check_dtype("softmax", input, "input")
+    v = input._value
+    d = norm_dim(dim, v.rank, "softmax")
+    return emit("softmax", [input], [(input.dtype, v.shape, v.valid_shape)], {"dim": d})
+
+
+@register("softmax", kind="vector", fp32_math=True, dtypes=FLOATS)
+def _softmax(ins, attrs, ev):
+    """Softmax over one dim of the valid region."""
+    return torch.softmax(ins[0], dim=attrs["dim"])

@@ -1,0 +1,317 @@
+"""Views, assembles and shape operators: view, assemble, reshape, transpose, concat,
+expand_clone, clone, and element reads of INT32/INT64 parameters."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..dtypes import DT_INT32, DT_INT64
+from ..errors import DTypeError, KernelRuntimeError, KernelSyntaxError, ShapeError
+from ..frontend.scalar import SymbolicScalar
+from ..frontend.tensor import Tensor
+from ..ir import expr as E
+from .common import dims_equal, emit, emit_inplace, loc, norm_dim, shape_list, tensor_arg
+from .elementwise import align_valid
+from .registry import register
+
+
+# ---- view ------------------------------------------------------------------------------------------
+
+def view(input, shape, offsets, *, valid_shape=None, dtype=None):
+    """A window of ``input`` of size ``shape`` at ``offsets`` (ints or symbolic scalars).
+
+    Its valid shape is clipped at the parent's edge (``min(max(valid - offset, 0), size)``) unless
+    ``valid_shape`` is given. Writing into a view writes into ``input``.
+    """
+    tensor_arg(input, "view", "input")
+    if dtype is not None and dtype is not input.dtype:
+        raise DTypeError("pypto.view: reinterpreting the dtype is not supported yet",
+                         expected=f"dtype=None or {input.dtype.name}", got=repr(dtype), param="dtype",
+                         loc=loc())
+    v = input._value
+    shape = shape_list(shape, "view")
+    offs = shape_list(offsets, "view", "offsets")
+    if len(shape) != v.rank or len(offs) != v.rank:
+        raise ShapeError("pypto.view: 'shape' and 'offsets' must have one entry per dim",
+                         expected=f"{v.rank} entries", got=f"shape {len(shape)}, offsets {len(offs)}",
+                         param="shape", loc=loc())
+    for d, (o, s, full) in enumerate(zip(offs, shape, v.shape)):
+        if isinstance(o, int) and isinstance(s, int) and isinstance(full, int) and o + s > full and o >= full:
+            raise ShapeError(f"pypto.view: the window starts outside the tensor in dim {d}",
+                             expected=f"offset < {full}", got=f"offset {o}", param="offsets", loc=loc())
+    if valid_shape is not None:
+        valid = shape_list(valid_shape, "view", "valid_shape")
+        if len(valid) != v.rank:
+            raise ShapeError("pypto.view: 'valid_shape' must have one entry per dim",
+                             expected=f"{v.rank} entries", got=len(valid), param="valid_shape", loc=loc())
+    else:
+        valid = tuple(E.clamp_extent(pv, o, s) for pv, o, s in zip(v.valid_shape, offs, shape))
+    attrs = {"shape": shape, "offsets": offs, "valid": valid if valid_shape is not None else None}
+    return emit("view", [input], [(input.dtype, shape, valid, v)], attrs)
+
+
+@register("view", kind="move", aliases_input=True)
+def _view(ins, attrs, ev):
+    """A window of the input (an alias: no copy)."""
+    x = ins[0]
+    offs, sizes = ev(attrs["offsets"]), ev(attrs["shape"])
+    valid = ev(attrs["valid"]) if attrs["valid"] is not None else None
+    index = []
+    for d, (o, s) in enumerate(zip(offs, sizes)):
+        if o < 0:
+            raise KernelRuntimeError(f"view offset is negative in dim {d}", got=o)
+        n = x.shape[d]
+        start = min(o, n)
+        end = min(o + s, n)
+        if valid is not None:
+            end = min(end, start + max(valid[d], 0))
+        index.append(slice(start, end))
+    return x[tuple(index)]
+
+
+# ---- assemble --------------------------------------------------------------------------------------
+
+def assemble(src, offsets, dst=None, parallel=False):
+    """Write the valid part of ``src`` into ``dst`` at ``offsets`` (clipped at ``dst``'s edge).
+
+    Also ``assemble([(src, offsets), ...], dst)``. Returns ``dst``.
+    """
+    if dst is None and isinstance(src, list):
+        raise ShapeError("pypto.assemble([(src, offsets), ...], dst) needs 'dst'", param="dst", loc=loc())
+    if isinstance(src, list):
+        dst = offsets
+        for s, o in src:
+            assemble(s, o, dst, parallel)
+        return dst
+    tensor_arg(src, "assemble", "src")
+    tensor_arg(dst, "assemble", "dst")
+    if src.dtype is not dst.dtype:
+        raise DTypeError("pypto.assemble: 'src' and 'dst' have different dtypes", expected=dst.dtype.name,
+                         got=src.dtype.name, param="src", loc=loc())
+    offs = shape_list(offsets, "assemble", "offsets")
+    if src.dim != dst.dim or len(offs) != dst.dim:
+        raise ShapeError("pypto.assemble: 'src', 'offsets' and 'dst' must have the same rank",
+                         expected=f"rank {dst.dim}", got=f"src rank {src.dim}, {len(offs)} offsets",
+                         param="src", loc=loc())
+    for d, (o, s, full) in enumerate(zip(offs, src._value.shape, dst._value.shape)):
+        if all(isinstance(x, int) for x in (o, s, full)) and o + s > full:
+            raise ShapeError(f"pypto.assemble: 'src' does not fit into 'dst' in dim {d}",
+                             expected=f"offset + size <= {full}", got=f"{o} + {s}", param="offsets",
+                             loc=loc())
+    return emit_inplace("assemble", [src, dst], dst, {"offsets": offs, "parallel": bool(parallel)})
+
+
+@register("assemble", kind="move", writes_input=1)
+def _assemble(ins, attrs, ev):
+    """Copy src into a region of dst (in place)."""
+    src, dst = ins
+    index, crop = [], []
+    for d, o in enumerate(ev(attrs["offsets"])):
+        n = max(min(src.shape[d], dst.shape[d] - o), 0)
+        index.append(slice(o, o + n))
+        crop.append(slice(0, n))
+    dst[tuple(index)] = src[tuple(crop)]
+    return dst
+
+
+# ---- reshape ---------------------------------------------------------------------------------------
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n = E.mul(n, s) if isinstance(s, E.Expr) or isinstance(n, E.Expr) else n * s
+    return E.simplify_dim(n)
+
+
+def reshape(input, shape, *, valid_shape=None, inplace=False):
+    """The same elements with a new shape (one entry may be -1)."""
+    tensor_arg(input, "reshape", "input")
+    v = input._value
+    raw = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    if sum(1 for s in raw if isinstance(s, int) and s == -1) > 1:
+        raise ShapeError("pypto.reshape: at most one -1 in 'shape'", got=raw, param="shape", loc=loc())
+    if -1 in [s for s in raw if isinstance(s, int)]:
+        known = [s for s in raw if not (isinstance(s, int) and s == -1)]
+        total, rest = _numel(v.shape), _numel(shape_list(known, "reshape"))
+        if isinstance(total, int) and isinstance(rest, int):
+            raw = [total // rest if (isinstance(s, int) and s == -1) else s for s in raw]
+        else:
+            raw = [E.simplify_dim(E.floordiv(total, rest)) if (isinstance(s, int) and s == -1) else s
+                   for s in raw]
+            raw = [SymbolicScalar(s) if isinstance(s, E.Expr) else s for s in raw]
+    new = shape_list(raw, "reshape")
+    old_n, new_n = _numel(v.shape), _numel(new)
+    if isinstance(old_n, int) and isinstance(new_n, int) and old_n != new_n:
+        raise ShapeError("pypto.reshape: the number of elements changes",
+                         expected=f"{old_n} elements ({E.render_dims(v.shape)})",
+                         got=f"{new_n} elements ({E.render_dims(new)})", param="shape", loc=loc())
+    valid = shape_list(valid_shape, "reshape", "valid_shape") if valid_shape is not None else None
+    return emit("reshape", [input], [(input.dtype, new, valid or new, v)],
+                {"shape": new, "valid": valid})
+
+
+def squeeze_dims(input, dims, keep):
+    """Drop size-1 dims (integer indexing)."""
+    v = input._value
+    valid = tuple(s for d, s in enumerate(v.valid_shape) if d not in dims)
+    return emit("reshape", [input], [(input.dtype, tuple(keep), valid, v)],
+                {"shape": tuple(keep), "valid": None, "squeeze": tuple(dims)})
+
+
+def unsqueeze_dims(input, dims, sizes):
+    """Insert size-1 dims at ``dims`` (assignment through integer indexing)."""
+    v = input._value
+    shape, valid, it = [], [], iter(zip(v.shape, v.valid_shape))
+    for d in range(len(sizes)):
+        if d in dims:
+            shape.append(1)
+            valid.append(1)
+        else:
+            s, vs = next(it, (None, None))
+            if s is None:
+                raise ShapeError("slice assignment: the source has too few dims", loc=loc())
+            shape.append(s)
+            valid.append(vs)
+    if next(it, None) is not None:
+        raise ShapeError("slice assignment: the source has too many dims",
+                         expected=f"rank {len(sizes) - len(dims)}", got=f"rank {v.rank}", loc=loc())
+    return emit("reshape", [input], [(input.dtype, tuple(shape), tuple(valid), v)],
+                {"shape": tuple(shape), "valid": None, "unsqueeze": tuple(dims)})
+
+
+@register("reshape", kind="move", aliases_input=True)
+def _reshape(ins, attrs, ev):
+    """Same data, new shape (the valid part when a tail is partial)."""
+    x = ins[0]
+    if "squeeze" in attrs:
+        drop = attrs["squeeze"]
+        return x.reshape([s for d, s in enumerate(x.shape) if d not in drop])
+    if "unsqueeze" in attrs:
+        shape, it = [], iter(x.shape)
+        for d in range(len(attrs["shape"])):
+            shape.append(1 if d in attrs["unsqueeze"] else next(it))
+        return x.reshape(shape)
+    target = ev(attrs["valid"]) if attrs["valid"] is not None else ev(attrs["shape"])
+    if math.prod(target) == x.numel():
+        return x.reshape(target)
+    rest = math.prod(target[1:]) if len(target) > 1 else 1
+    if rest and x.numel() % rest == 0 and x.numel() <= math.prod(target):
+        return x.reshape([x.numel() // rest, *target[1:]])
+    raise KernelRuntimeError("reshape of a partial (tail) tile is ambiguous",
+                             expected=f"{math.prod(target)} valid elements", got=f"{x.numel()}",
+                             hint="pass valid_shape=[...] to pypto.reshape")
+
+
+# ---- transpose, concat, expand_clone, clone --------------------------------------------------------
+
+def transpose(input, dim0=-2, dim1=-1):
+    """Swap two dims."""
+    tensor_arg(input, "transpose", "input")
+    v = input._value
+    d0, d1 = norm_dim(dim0, v.rank, "transpose", "dim0"), norm_dim(dim1, v.rank, "transpose", "dim1")
+    shape, valid = list(v.shape), list(v.valid_shape)
+    shape[d0], shape[d1] = shape[d1], shape[d0]
+    valid[d0], valid[d1] = valid[d1], valid[d0]
+    return emit("transpose", [input], [(input.dtype, shape, valid)], {"dims": (d0, d1)})
+
+
+@register("transpose", kind="vector")
+def _transpose(ins, attrs, ev):
+    """Swap two dims (a copy)."""
+    return ins[0].transpose(*attrs["dims"]).contiguous()
+
+
+def concat(tensors, dim=0):
+    """Join tensors of the same dtype and rank along ``dim``."""
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise ShapeError("pypto.concat needs a non-empty list of tensors", got=repr(tensors),
+                         param="tensors", loc=loc())
+    for i, t in enumerate(tensors):
+        tensor_arg(t, "concat", f"tensors[{i}]")
+    first = tensors[0]._value
+    d = norm_dim(dim, first.rank, "concat")
+    size, valid = 0, 0
+    for i, t in enumerate(tensors):
+        v = t._value
+        if v.dtype is not first.dtype:
+            raise DTypeError("pypto.concat: tensors have different dtypes", expected=first.dtype.name,
+                             got=f"{v.dtype.name} for tensors[{i}]", param=f"tensors[{i}]", loc=loc())
+        if v.rank != first.rank or any(not dims_equal(a, b) for k, (a, b) in enumerate(zip(v.shape, first.shape))
+                                       if k != d):
+            raise ShapeError(f"pypto.concat: tensors[{i}] does not match tensors[0] outside dim {d}",
+                             expected=E.render_dims(first.shape), got=E.render_dims(v.shape),
+                             param=f"tensors[{i}]", loc=loc())
+        size = E.simplify_dim(E.add(size, v.shape[d]))
+        valid = E.simplify_dim(E.add(valid, v.valid_shape[d]))
+    shape = list(first.shape)
+    shape[d] = size
+    vshape = list(first.valid_shape)
+    vshape[d] = valid
+    return emit("concat", list(tensors), [(first.dtype, shape, vshape)], {"dim": d})
+
+
+@register("concat", kind="vector")
+def _concat(ins, attrs, ev):
+    """Join along a dim (other dims cropped to their common valid extent)."""
+    d = attrs["dim"]
+    rank = ins[0].dim()
+    flags = tuple(tuple(k == d for k in range(rank)) for _ in ins)
+    return torch.cat(align_valid(ins, flags), dim=d)
+
+
+def expand_clone(input, shape, *, valid_shape=None):
+    """Broadcast size-1 dims of ``input`` to ``shape`` and materialise the result."""
+    tensor_arg(input, "expand_clone", "input")
+    v = input._value
+    target = shape_list(shape, "expand_clone")
+    if len(target) != v.rank:
+        raise ShapeError("pypto.expand_clone: 'shape' must have the input's rank", expected=v.rank,
+                         got=len(target), param="shape", loc=loc())
+    for d, (a, b) in enumerate(zip(v.shape, target)):
+        if not (isinstance(a, int) and a == 1) and not dims_equal(a, b):
+            raise ShapeError(f"pypto.expand_clone: dim {d} of size {E.render(a)} cannot expand",
+                             expected=f"size 1 or {E.render(b)}", got=E.render(a), param="shape", loc=loc())
+    valid = shape_list(valid_shape, "expand_clone", "valid_shape") if valid_shape is not None else \
+        tuple(t if (isinstance(a, int) and a == 1) else vs for a, t, vs in zip(v.shape, target, v.valid_shape))
+    bdims = tuple(d for d, a in enumerate(v.shape) if isinstance(a, int) and a == 1)
+    return emit("expand_clone", [input], [(input.dtype, target, valid)],
+                {"shape": target, "valid": valid, "bdims": bdims})
+
+
+@register("expand_clone", kind="vector")
+def _expand_clone(ins, attrs, ev):
+    """Broadcast and copy."""
+    x = ins[0]
+    valid = ev(attrs["valid"])
+    size = [valid[d] if d in attrs["bdims"] else x.shape[d] for d in range(x.dim())]
+    return x.expand(size).clone()
+
+
+def clone(input):
+    """A copy of ``input``."""
+    tensor_arg(input, "clone", "input")
+    v = input._value
+    return emit("clone", [input], [(input.dtype, v.shape, v.valid_shape)])
+
+
+@register("clone", kind="vector")
+def _clone(ins, attrs, ev):
+    """Copy."""
+    return ins[0].clone()
+
+
+# ---- element reads ---------------------------------------------------------------------------------
+
+def read_element(t: Tensor, indices):
+    """``t[i, j]`` on an INT32/INT64 kernel parameter: a SymbolicScalar read at run time."""
+    v = t._value
+    if v.dtype not in (DT_INT32, DT_INT64):
+        raise DTypeError("reading a tensor element as a scalar needs an INT32 or INT64 tensor",
+                         expected="DT_INT32 or DT_INT64", got=v.dtype.name, loc=loc())
+    if v.kind != "param":
+        raise KernelSyntaxError("element reads are supported on kernel parameters only",
+                                got=f"an element of %{v.name}", hint="index the parameter tensor directly",
+                                loc=loc())
+    return SymbolicScalar.wrap(E.Load(v.name, tuple(indices)))

@@ -1,0 +1,548 @@
+"""Every compile and runtime option of pypto, declared once.
+
+Each option is one :class:`OptionSpec` row in ``_TABLE`` (group, name, kind, default, range or
+choices, doc, whether it can change the compiled program). Validation, the ``set_*_options`` /
+``get_*_options`` functions, :func:`describe` and the compile cache key all derive from that table.
+
+Kinds and their normalised (hashable) values, as returned by :meth:`OptionSpec.validate`:
+
+* ``int``      -- a plain ``int`` in ``[low, high]`` (or one of ``special``); ``IntEnum`` members
+  such as ``RunMode.SIM`` become plain ints. ``bool`` is rejected.
+* ``bool``     -- ``True``/``False`` only (``0``/``1`` are rejected).
+* ``str``      -- a ``str``, one of ``choices`` when given.
+* ``list_str`` -- a ``tuple`` of ``str`` (a list, a tuple, or one bare string which becomes a
+  one-element tuple).
+* ``float_pair`` -- ``(rtol, atol)``: a tuple of two non-negative floats.
+* ``dict``     -- a :class:`FrozenMap` (a read-only, hashable ``dict``) of merge settings.
+* ``scope``    -- ``(scope_id, allow_parallel_merge, allow_cross_scope_merge)``; a bare int ``i``
+  means ``(i, False, False)``.
+
+Values are looked up through layers: defaults <- global settings <- :func:`options` scopes
+(innermost wins) <- the per-kernel jit dicts given to :func:`effective`. As upstream, ``set_*``
+writes into the innermost active scope (or the global settings when no scope is active), so a
+setting made inside ``with pypto.options(...)`` ends with that block. Unlike upstream, an
+unknown key is an error, not silently ignored. Scopes are process-wide (not thread-local).
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import functools
+import numbers
+import re
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
+
+from .errors import OptionError
+
+INT32_MAX = 2**31 - 1
+
+
+class RunMode(enum.IntEnum):
+    """Where a kernel runs: the NPU (no backend in this build) or the CPU simulator."""
+
+    NPU = 0
+    SIM = 1
+
+
+class CompStage(enum.IntEnum):
+    """The stage after which compilation stops (anything but ALL_COMPLETE: the kernel is not run)."""
+
+    ALL_COMPLETE = 0
+    TENSOR_GRAPH = 1
+    TILE_GRAPH = 2
+    EXECUTE_GRAPH = 3
+    CODEGEN_INSTRUCTION = 4
+    CODEGEN_BINARY = 5
+
+
+class FrozenMap(dict):
+    """A read-only, hashable dict: the normalised value of ``dict`` options."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("option values are read-only; set a new dict through the options API")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
+    __ior__ = _read_only
+
+    def __reduce__(self):
+        return (FrozenMap, (dict(self),))
+
+
+_FUNC_KEY = re.compile(r"func\d+_\d+")
+
+
+def _show(value: object) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option: its type, allowed values, default and a one-line doc."""
+
+    group: str
+    name: str
+    kind: str
+    default: object
+    doc: str
+    low: int | float | None = None  # int: value range; dict: least count; scope: scope id range
+    high: int | None = None
+    choices: tuple | None = None  # str: allowed strings; dict: sides allowed in (count, side)
+    special: tuple[int, ...] = ()  # int values allowed outside [low, high] (e.g. -1 = off)
+    enum: type | None = None  # the IntEnum whose members name the int values
+    affects_compile: bool = True  # False: only changes how the program is scheduled/simulated
+    legacy_bool: bool = False  # int option that was a bool in older releases: True -> 1
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}.{self.name}"
+
+    @property
+    def param(self) -> str:
+        return f"{self.group}_options[{self.name!r}]"
+
+    def expected(self) -> str:
+        """The allowed values in words (used in error messages and :func:`describe`)."""
+        k = self.kind
+        if k == "int":
+            text = f"int in [{self.low}, {self.high}]"
+            if self.special:
+                text = f"int {' or '.join(map(str, self.special))} or in [{self.low}, {self.high}]"
+            if self.enum is not None:
+                text += " (" + ", ".join(f"{self.enum.__name__}.{m.name}={m.value}" for m in self.enum) + ")"
+            return text
+        if k == "str":
+            return "str" if self.choices is None else "one of " + ", ".join(map(repr, self.choices))
+        if k == "list_str":
+            return "list of str"
+        if k == "float_pair":
+            return "[rtol, atol]: two non-negative numbers"
+        if k == "dict":
+            value = f"int >= {self.low}"
+            if self.choices:
+                value += f" or (count, {'|'.join(map(repr, self.choices))})"
+            return f"dict {{int key, or 'DEFAULT' / 'func<magic>_<order>' / label: {value}}}"
+        if k == "scope":
+            return (f"int scope id in [{self.low}, {self.high}] or "
+                    "(scope_id, allow_parallel_merge: bool, allow_cross_scope_merge: bool)")
+        return k  # bool
+
+    def _fail(self, value: object, why: str | None = None) -> OptionError:
+        expected = self.expected() + (f"; {why}" if why else "")
+        return OptionError(f"invalid value for option {self.key}", expected=expected,
+                           got=_show(value), param=self.param)
+
+    def validate(self, value: object) -> object:
+        """Return the normalised, hashable form of ``value`` or raise :class:`OptionError`."""
+        k = self.kind
+        if k == "int":
+            return self._check_int(value)
+        if k == "dict":
+            return self._check_dict(value)
+        if k == "scope":
+            return self._check_scope(value)
+        if k == "bool" and isinstance(value, bool):
+            return value
+        if k == "str" and isinstance(value, str) and (self.choices is None or value in self.choices):
+            return value
+        if k == "list_str" and isinstance(value, str):
+            return (value,)
+        if k == "list_str" and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        if (k == "float_pair" and isinstance(value, (list, tuple)) and len(value) == 2
+                and all(_is_real(v) and 0 <= v < float("inf") for v in value)):
+            return (float(value[0]), float(value[1]))
+        raise self._fail(value)
+
+    def _check_int(self, value):
+        if self.legacy_bool and isinstance(value, bool):
+            return int(value)
+        if not _is_int(value):
+            raise self._fail(value, "bool is not an int option value" if isinstance(value, bool) else None)
+        if value in self.special or self.low <= value <= self.high:
+            return int(value)
+        raise self._fail(value)
+
+    def _check_dict(self, value):
+        if not isinstance(value, Mapping):
+            raise self._fail(value)
+        items = {}
+        for key, count in value.items():
+            if _is_int(key):
+                if not -2**31 <= key <= INT32_MAX:
+                    raise self._fail(value, f"int key {key} out of int32 range")
+                key = int(key)
+            elif not isinstance(key, str) or not key:
+                raise self._fail(value, f"bad key {key!r}")
+            elif key[:4].lower() == "func" and not _FUNC_KEY.fullmatch(key):
+                raise self._fail(value, f"key {key!r} must look like 'func<magic>_<order>', e.g. 'func8_0'")
+            items[key] = self._check_count(value, count)
+        if any(_is_int(k) for k in items) and any(k == "DEFAULT" or str(k).startswith("func")
+                                                  for k in items if isinstance(k, str)):
+            raise self._fail(value, "int keys cannot be mixed with 'DEFAULT' / 'func..' keys")
+        return FrozenMap(sorted(items.items(), key=lambda kv: (isinstance(kv[0], str), kv[0])))
+
+    def _check_count(self, whole, count):
+        if _is_int(count) and self.low <= count <= INT32_MAX:
+            return int(count)
+        if (self.choices and isinstance(count, (list, tuple)) and len(count) == 2
+                and _is_int(count[0]) and self.low <= count[0] <= INT32_MAX and count[1] in self.choices):
+            return (int(count[0]), count[1])
+        raise self._fail(whole, f"bad merge setting {count!r}")
+
+    def _check_scope(self, value):
+        if _is_int(value):
+            value = (value, False, False)
+        if not (isinstance(value, (list, tuple)) and len(value) == 3 and _is_int(value[0])
+                and isinstance(value[1], bool) and isinstance(value[2], bool)):
+            raise self._fail(value)
+        if not self.low <= value[0] <= self.high:
+            raise self._fail(value, "scope id out of range")
+        if value[0] == -1 and (value[1] or value[2]):
+            raise self._fail(value, "scope id -1 requires both flags False")
+        return (int(value[0]), value[1], value[2])
+
+
+def _o(group: str, name: str, kind: str, default, doc: str, rng: tuple | None = None, **kw) -> OptionSpec:
+    low, high = rng if rng is not None else (kw.pop("low", None), None)
+    return OptionSpec(group, name, kind, default, doc, low=low, high=high, **kw)
+
+
+_R = dict(affects_compile=False)  # runtime options that only change scheduling / simulation
+_I32 = INT32_MAX
+_VERIFY_PASSES = ("ExpandFunction", "ProcessAtomic", "L1CopyInReuseMerge", "InferDynShape",
+                  "PreGraphProcess", "InferParamIndex", "CodegenPreproc")
+
+# group, name, kind, default, one-line doc, (low, high), extras
+_TABLE: tuple[OptionSpec, ...] = (
+    _o("codegen", "support_dynamic_aligned", "bool", False,
+       "Promise that dynamic tiles are always full (no unaligned tail)."),
+    _o("codegen", "soc_version", "str", "", "Target SoC for code generation ('' = current device)."),
+    _o("codegen", "enable_pmu_trace", "bool", False, "Instrument generated code with PMU counters."),
+    _o("codegen", "vf_options", "str", "", "Extra options for the vector-function compiler."),
+    _o("host", "compile_stage", "int", CompStage.ALL_COMPLETE,
+       "Stop after this stage; anything but ALL_COMPLETE does not run the kernel.", (0, 5), enum=CompStage),
+    _o("host", "compile_monitor_enable", "int", 1, "Compile watchdog: 0 off, 1 on, 2 with per-pass "
+       "detail (True/False of older releases mean 1/0).", (0, 2), legacy_bool=True),
+    _o("host", "compile_timeout", "int", 600, "Time limit of a whole compilation, seconds.", (1, _I32)),
+    _o("host", "compile_timeout_stage", "int", 0, "Time limit of one stage, seconds (0 = off).", (0, _I32)),
+    _o("host", "compile_monitor_print_interval", "int", 60, "Seconds between watchdog reports.", (1, _I32)),
+    _o("pass", "vec_nbuffer_setting", "dict", FrozenMap(), "Merge count of identical AIV subgraphs "
+       "(-1 = every group; {} = automatic, {'DEFAULT': 1} = no merge).", low=1),
+    _o("pass", "cube_l1_reuse_setting", "dict", FrozenMap(), "Merge count of cube subgraphs loading the "
+       "same GM data, or (count, side).", low=0, choices=("left", "right", "auto")),
+    _o("pass", "cube_nbuffer_setting", "dict", FrozenMap({-1: 1}),
+       "Merge count of identical AIC subgraphs ({-1: 1} = no merge).", low=1),
+    _o("pass", "sg_set_scope", "scope", (-1, False, False),
+       "Force following ops with the same scope id into one subgraph (-1 = off).", (-1, _I32)),
+    _o("pass", "sg_set_ooo_scope", "int", -1, "Out-of-order scheduling scope of following ops (-1 = off).",
+       (1, 100000), special=(-1,)),
+    _o("pass", "ooo_sched_mode", "str", "", "Out-of-order scheduling heuristic ('' = default).",
+       choices=("", "GAPMIN", "HLF")),
+    _o("pass", "auto_mix_partition", "int", 0, "1: merge neighbouring cube and vector subgraphs when "
+       "profitable.", (0, 1)),
+    _o("pass", "sg_set_tunevf_mode", "int", 0, "Vector-function tuning mode of following ops.", (0, 2)),
+    _o("pass", "enable_slice", "bool", False, "Enable the slice optimisation of views."),
+    _o("pass", "pg_parallel_lower_bound", "int", 20, "Keep identical subgraphs unmerged when fewer than "
+       "this (internal).", (0, _I32)),
+    _o("pass", "pg_lower_bound", "int", 512, "Try to merge subgraphs smaller than this (internal).",
+       (0, _I32)),
+    _o("pass", "pg_partition_algorithm", "str", "Iso", "Graph partitioning algorithm (internal).",
+       choices=("Iso", "OspSarkar", "OspBsp")),
+    _o("pass", "mg_copyin_upper_bound", "int", 104857600, "Stop merging above this many copied-in bytes "
+       "(internal).", (0, _I32)),
+    _o("pass", "mg_vec_parallel_lb", "int", 48, "Least parallelism kept when merging AIV subgraphs "
+       "(internal).", (1, 48)),
+    _o("pass", "copyout_resolve_coalescing", "int", 0, "Coalesce scattered copy-outs (0 = off, internal).",
+       (0, 1000000)),
+    _o("runtime", "run_mode", "int", RunMode.SIM, "RunMode.NPU or RunMode.SIM (the default here).",
+       (0, 1), enum=RunMode, **_R),
+    _o("runtime", "device_sched_mode", "int", 0, "Ready queue: 0 FIFO, 1 L2 affinity (newest first), "
+       "2 fair across AICPU threads, 3 = 1 and 2.", (0, 3), **_R),
+    _o("runtime", "stitch_function_max_num", "int", 128, "Most root functions stitched into one device "
+       "task.", (1, 1024), **_R),
+    _o("runtime", "max_workspace_kb", "int", 0, "> 0: stitch by workspace size instead of by count.",
+       (0, _I32), **_R),
+    _o("runtime", "valid_shape_optimize", "int", 0, "1: full tiles of dynamic loops compiled static, "
+       "the tail tile dynamic.", (0, 1)),
+    _o("runtime", "ready_on_host_tensors", "list_str", (), "Inputs whose values the host knows, so "
+       "value-dependent control flow launches early.", **_R),
+    _o("runtime", "device_sched_parallelism", "int", 1, "Parallel degree of pypto.loop(parallel=True).",
+       (1, 8), **_R),
+    _o("runtime", "launch_sched_aicpu_num", "int", 7, "AICPU schedule threads (A2/A3 have at most 5; "
+       "more means the hardware maximum).", (1, 7), **_R),
+    _o("runtime", "launch_early_mode", "int", 0, "AICPU early launch: 0 on capture, 1 always, 2 never "
+       "(SIM behaves as 0).", (0, 2), **_R),
+    _o("verify", "enable_pass_verify", "bool", False, "Check pass outputs against the tensor reference."),
+    _o("verify", "pass_verify_save_tensor", "bool", False, "Save the tensors that pass verify compares."),
+    _o("verify", "pass_verify_save_tensor_dir", "str", "", "Folder for them ('' = output/output_<time>)."),
+    _o("verify", "pass_verify_pass_filter", "list_str", _VERIFY_PASSES,
+       "Passes to verify (['all'] = every pass, [] = tensor graph only)."),
+    _o("verify", "pass_verify_error_tol", "float_pair", (1e-3, 1e-3), "[rtol, atol] of pass verify."),
+    _o("debug", "compile_debug_mode", "int", 0, "1: dump graphs after every pass; 2: also keep code at "
+       "a fixed path.", (0, 2)),
+    _o("debug", "runtime_debug_mode", "int", 0, "1 swimlane data, 2 host AICORE model, 3 dependency "
+       "check dump, 4 GM out-of-bounds check.", (0, 4)),
+    _o("debug", "dump_pass_graph", "list_str", (), "Passes whose output graph is dumped."),
+    _o("operation", "combine_axis", "bool", True, "Inline tail-axis broadcasts in generated code."),
+)
+
+JIT_GROUPS: tuple[str, ...] = ("codegen", "host", "pass", "runtime", "verify", "debug")
+GROUPS: tuple[str, ...] = JIT_GROUPS + ("operation",)
+OPTIONS: dict[tuple[str, str], OptionSpec] = {
+    (s.group, s.name): replace(s, default=s.validate(s.default)) for s in _TABLE}
+_NAMES: dict[str, tuple[str, ...]] = {g: tuple(n for (gg, n) in OPTIONS if gg == g) for g in GROUPS}
+assert set(_NAMES) == {s.group for s in _TABLE}
+
+
+def _group_name(group: str, param: str | None = None) -> str:
+    """Accept ``"runtime"`` or ``"runtime_options"``; reject anything else."""
+    name = group[:-len("_options")] if isinstance(group, str) and group.endswith("_options") else group
+    if name not in _NAMES:
+        raise OptionError(f"unknown option group {group!r}", expected=", ".join(GROUPS),
+                          got=_show(group), param=param)
+    return name
+
+
+def spec(group: str, name: str) -> OptionSpec:
+    """The declaration of one option; an unknown name raises with the closest valid name."""
+    group = _group_name(group)
+    found = OPTIONS.get((group, name))
+    if found is None:
+        close = difflib.get_close_matches(str(name), _NAMES[group], n=1)
+        raise OptionError(f"unknown option {name!r} in {group}_options",
+                          expected="one of " + ", ".join(_NAMES[group]), got=_show(name),
+                          param=f"{group}_options", hint=f"did you mean {close[0]!r}?" if close else None)
+    return found
+
+
+def validate_group(group: str, values: Mapping | None, *, param: str | None = None) -> dict[str, object]:
+    """Check a user dict for one group; return the normalised values of just the given keys."""
+    group = _group_name(group, param)
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise OptionError(f"{param or group + '_options'} must be a dict", expected="dict or None",
+                          got=_show(values), param=param or f"{group}_options")
+    return {name: spec(group, name).validate(value) for name, value in values.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# State: global settings and a stack of scopes, versioned so callers can cache effective().
+
+_lock = threading.RLock()
+_global: dict[str, dict[str, object]] = {g: {} for g in GROUPS}
+_scopes: list[dict[str, dict[str, object]]] = []
+_version = 0
+_cache: tuple[int, dict[str, dict[str, object]]] | None = None
+_base: tuple[int, "ResolvedOptions"] | None = None
+
+
+def state_version() -> int:
+    """A counter bumped on every change of global settings or scopes."""
+    return _version
+
+
+def _changed() -> None:
+    global _version
+    _version += 1
+
+
+def _apply(validated: Mapping[str, Mapping[str, object]]) -> None:
+    with _lock:
+        target = _scopes[-1] if _scopes else _global
+        for group, values in validated.items():
+            target.setdefault(group, {}).update(values)
+        _changed()
+
+
+def _resolved_all() -> dict[str, dict[str, object]]:
+    global _cache
+    with _lock:
+        if _cache is None or _cache[0] != _version:
+            merged = {g: {n: OPTIONS[g, n].default for n in _NAMES[g]} for g in GROUPS}
+            for layer in [_global, *_scopes]:
+                for group, values in layer.items():
+                    merged[group].update(values)
+            _cache = (_version, merged)
+        return _cache[1]
+
+
+def current(group: str) -> dict[str, object]:
+    """Effective values of a group: defaults <- global settings <- scopes (innermost wins)."""
+    return dict(_resolved_all()[_group_name(group)])
+
+
+def set_options(**group_dicts: Mapping | None) -> None:
+    """Set several groups at once, e.g. ``set_options(pass_options={...}, runtime_options={...})``."""
+    validated = {}
+    for key, values in group_dicts.items():
+        validated[_group_name(key, param=key)] = validate_group(key, values, param=key)
+    _apply(validated)
+
+
+def reset_options() -> None:
+    """Back to defaults: clears the global settings and the values set in every active scope."""
+    with _lock:
+        for layer in [_global, *_scopes]:
+            layer.clear()
+        _changed()
+
+
+def _make_accessors(group: str) -> tuple[Callable[..., None], Callable[[], dict]]:
+    def setter(**values: object) -> None:
+        _apply({group: validate_group(group, values, param=f"{group}_options")})
+
+    def getter() -> dict[str, object]:
+        return current(group)
+
+    lines = "\n".join(f"    {n}: {OPTIONS[group, n].doc}" for n in _NAMES[group])
+    setter.__name__ = setter.__qualname__ = f"set_{group}_options"
+    getter.__name__ = getter.__qualname__ = f"get_{group}_options"
+    setter.__doc__ = f"Set {group} options in the current scope (validated first).\n\n{lines}\n"
+    getter.__doc__ = f"The effective {group} options."
+    return setter, getter
+
+
+set_codegen_options, get_codegen_options = _make_accessors("codegen")
+set_host_options, get_host_options = _make_accessors("host")
+set_pass_options, get_pass_options = _make_accessors("pass")
+set_runtime_options, get_runtime_options = _make_accessors("runtime")
+set_verify_options, get_verify_options = _make_accessors("verify")
+set_debug_options, get_debug_options = _make_accessors("debug")
+set_operation_options, get_operation_options = _make_accessors("operation")
+
+
+class OptionScope:
+    """The object :func:`options` returns: a context manager and a decorator.
+
+    Entering pushes a fresh copy of the validated settings as the innermost scope; leaving pops
+    it (and any scope left open above it), also when the block raises.
+    """
+
+    def __init__(self, settings: dict[str, dict[str, object]], name: str = ""):
+        self.settings = settings
+        self.name = name
+        self._depths: list[int] = []  # one entry per active entry (re-entrant, e.g. recursion)
+
+    def __enter__(self) -> "OptionScope":
+        with _lock:
+            self._depths.append(len(_scopes))
+            _scopes.append({g: dict(v) for g, v in self.settings.items()})
+            _changed()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with _lock:
+            del _scopes[self._depths.pop():]
+            _changed()
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+
+        wrapper.__pypto_options__ = self  # lets a jit that traces ``fn`` itself apply the scope
+        return wrapper
+
+    def __repr__(self) -> str:
+        return f"pypto.options({self.name!r}, {self.settings!r})"
+
+
+def options(name: str = "", *, codegen_options=None, host_options=None, pass_options=None,
+            runtime_options=None, verify_options=None, debug_options=None,
+            operation_options=None) -> OptionScope:
+    """A scope of option settings: ``with pypto.options(...):`` or ``@pypto.options(...)``.
+
+    All dicts are validated here, so a mistake is reported where the scope is written.
+    """
+    given = dict(codegen=codegen_options, host=host_options, **{"pass": pass_options},
+                 runtime=runtime_options, verify=verify_options, debug=debug_options,
+                 operation=operation_options)
+    settings = {g: validate_group(g, v, param=f"{g}_options") for g, v in given.items() if v is not None}
+    return OptionScope(settings, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolution for one kernel call.
+
+@dataclass(frozen=True)
+class ResolvedOptions:
+    """Every option's value for one compile/run, hashable; ``values`` is sorted by (group, name)."""
+
+    values: tuple[tuple[tuple[str, str], object], ...]
+    _index: dict = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_index", dict(self.values))
+
+    def get(self, group: str, name: str) -> Any:
+        if (group, name) not in self._index:
+            spec(group, name)  # raises the helpful unknown-option error
+        return self._index[group, name]
+
+    def group(self, name: str) -> dict[str, object]:
+        name = _group_name(name)
+        return {n: v for (g, n), v in self.values if g == name}
+
+    def runtime(self) -> dict[str, object]:
+        """The runtime group (what the scheduler and simulator read)."""
+        return self.group("runtime")
+
+    @property
+    def run_mode(self) -> RunMode:
+        return RunMode(self._index["runtime", "run_mode"])
+
+    def compile_key(self) -> tuple:
+        """Only the options that can change the compiled program: part of the cache key."""
+        return tuple((k, v) for k, v in self.values if OPTIONS[k].affects_compile)
+
+    def non_default(self) -> dict[str, object]:
+        """``{"group.name": value}`` for every value that differs from its default (for display)."""
+        return {OPTIONS[k].key: v for k, v in self.values if v != OPTIONS[k].default}
+
+    def with_overrides(self, overrides: Mapping[str, Mapping] | None) -> "ResolvedOptions":
+        """A copy with some values replaced (validated), e.g. runtime knobs tuned in the lab."""
+        index = dict(self._index)
+        for group, values in (overrides or {}).items():
+            g = _group_name(group)
+            index.update({(g, n): v for n, v in validate_group(g, values, param=f"{g}_options").items()})
+        return ResolvedOptions(tuple(sorted(index.items())))
+
+
+def effective(overrides: Mapping[str, Mapping] | None = None) -> ResolvedOptions:
+    """All current values merged with per-kernel jit dicts keyed by group (``"runtime"`` etc.)."""
+    global _base
+    with _lock:
+        if _base is None or _base[0] != _version:
+            merged = _resolved_all()
+            values = tuple(sorted(((g, n), v) for g in GROUPS for n, v in merged[g].items()))
+            _base = (_version, ResolvedOptions(values))
+        base = _base[1]
+    return base.with_overrides(overrides) if overrides else base
+
+
+def describe() -> str:
+    """A Markdown table of every option: group, name, type/range, default, affects compile, doc."""
+    rows = ["| option | type / range | default | compile | doc |", "|---|---|---|---|---|"]
+    for s in OPTIONS.values():
+        default = dict(s.default) if isinstance(s.default, FrozenMap) else s.default
+        rows.append(f"| `{s.key}` | {s.expected()} | `{default!r}` | "
+                    f"{'yes' if s.affects_compile else 'no'} | {s.doc} |")
+    return "\n".join(rows)

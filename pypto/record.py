@@ -1,0 +1,107 @@
+"""Inspection objects: what a compile and a call leave behind for users, tests and the lab."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class PassSnapshot:
+    """The program after one compile stage: ``name``, graph ``level``, ``text`` and ``seconds``."""
+
+    name: str
+    level: str  # "tensor", "tile", "block" or "execute"
+    text: str
+    seconds: float
+    graph: Any = field(default=None, repr=False, compare=False)
+    dot_fn: Any = field(default=None, repr=False, compare=False)
+
+    def to_dot(self) -> str:
+        """Graphviz DOT text of this stage's graph."""
+        return self.dot_fn(self.graph) if self.dot_fn else ""
+
+
+@dataclass(eq=False)
+class CompiledKernel:
+    """One compiled version of a kernel: the traced program, every stage and the generated code."""
+
+    name: str
+    key: tuple
+    key_text: str
+    program: Any
+    passes: list
+    options: Any
+    compile_seconds: float
+    source: dict = field(default_factory=dict)
+    returns: Optional[str] = None
+    executor: Any = field(default=None, repr=False)
+
+    @property
+    def tensor_graph(self):
+        """The Tensor Graph (the traced program)."""
+        return self.program
+
+    def text(self) -> str:
+        """The Tensor Graph as text."""
+        return self.passes[0].text
+
+    def to_dot(self) -> str:
+        """The Tensor Graph as Graphviz DOT."""
+        return self.passes[0].to_dot()
+
+    def __repr__(self) -> str:
+        return (f"<CompiledKernel {self.name} [{self.key_text}] {len(self.passes)} stage(s), "
+                f"compiled in {self.compile_seconds * 1e3:.1f} ms>")
+
+
+@dataclass(eq=False)
+class CacheEntry:
+    """One compiled version in a kernel's cache."""
+
+    key: str
+    hits: int
+    compile_seconds: float
+    compiled: CompiledKernel = field(repr=False)
+
+
+@dataclass(frozen=True)
+class CallLogEntry:
+    """One call: whether it hit the cache, which version it used and, on a compile, why."""
+
+    hit: bool
+    key: str
+    reason: Optional[str]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """Like ``functools.lru_cache``'s cache_info, plus one entry per compiled version."""
+
+    hits: int
+    misses: int
+    entries: tuple
+    calls: tuple = ()
+
+    @property
+    def currsize(self) -> int:
+        return len(self.entries)
+
+    def __str__(self) -> str:
+        lines = [f"CacheInfo(hits={self.hits}, misses={self.misses}, versions={len(self.entries)})"]
+        for e in self.entries:
+            lines.append(f"  [{e.hits} hit(s), compiled in {e.compile_seconds * 1e3:.1f} ms] {e.key}")
+        return "\n".join(lines)
+
+
+@dataclass
+class RunRecord:
+    """What one call did: cache hit, compile and run seconds, and (later) the timeline."""
+
+    cache_hit: bool
+    compile_seconds: float
+    run_seconds: float
+    key: str
+    compiled: CompiledKernel = field(repr=False)
+    timeline: Any = None

@@ -1,0 +1,1 @@
+"""Execution of compiled kernels (and, later, the timing simulator)."""

@@ -1,0 +1,1 @@
+"""pypto_lab: the notebook lab for pypto (magic and dashboard widgets)."""
