@@ -101,7 +101,7 @@ def _trace(tracer, loc, start, stop, step, factors, yield_factor, name, idx_name
             tracer.vec_tile, tracer.cube_tile = saved  # tile settings are scoped to the loop body
             more = explorer.finish(block)
         bodies.append(explorer.region())
-    tracer.append(Loop(loop_id, name or f"loop_{index}", index, start, stop, step, factors, tuple(bodies),
+    tracer.append(Loop(loop_id, name or "", index, start, stop, step, factors, tuple(bodies),
                        bool(parallel), bool(submit_before_loop), loc))
 
 

@@ -31,7 +31,7 @@ _SKIP_ATTRS = {"bcast"}
 def format_op(op: Op) -> str:
     outs = ", ".join(f"%{v.name}: {_ty(v)}" for v in op.outputs)
     args = ", ".join(f"%{v.name}" for v in op.inputs)
-    attrs = ", ".join(f"{k}={_attr(v)}" for k, v in op.attrs.items() if k not in _SKIP_ATTRS and v is not None)
+    attrs = ", ".join(f"{k}={_attr(v)}" for k, v in op.attrs.items() if k not in _SKIP_ATTRS and v is not None and v is not False)
     text = f"{outs} = {op.kind}({args}{', ' if args and attrs else ''}{attrs})"
     if op.kind == "assemble":
         text = f"assemble(%{op.inputs[0].name} -> %{op.inputs[1].name}, {attrs})"
@@ -65,7 +65,8 @@ def _loop(lp: Loop, indent: int, out: list):
     flags = "".join([" parallel" if lp.parallel else "", " submit_before_loop" if lp.submit_before_loop else ""])
     for factor, body in zip(lp.factors, lp.bodies):
         unroll = f" unroll {factor}" if len(lp.factors) > 1 else ""
-        out.append(f"{pad}loop {lp.name}: {lp.index} in [{render(lp.start)}, {render(lp.stop)}){step}{unroll}{flags}")
+        label = f"{lp.name}: " if lp.name else ""
+        out.append(f"{pad}loop {label}{lp.index} in [{render(lp.start)}, {render(lp.stop)}){step}{unroll}{flags}")
         _region(body, indent + 1, out)
 
 

@@ -67,6 +67,11 @@ def broadcast_shapes(op: str, shapes, params) -> tuple:
                 continue
             if isinstance(size, int) and size == 1:
                 size = dim
+            elif isinstance(size, E.Expr) or isinstance(dim, E.Expr):
+                # two runtime sizes (or a runtime and a static one) are assumed to agree, as
+                # upstream does for dynamic dims; the static one, if any, is the better bound
+                if isinstance(dim, int):
+                    size = dim
             elif not dims_equal(size, dim):
                 raise ShapeError(
                     f"pypto.{op}: shapes of {' and '.join(repr(p) for p in params)} do not broadcast",
