@@ -17,7 +17,7 @@ from typing import Callable
 from .. import options as _options
 from ..dtypes import from_torch
 from ..errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError,
-                      PyptoError, SourceLoc)
+                      PyptoError, SourceLoc, user_loc)
 from ..ir.dot import program_to_dot
 from ..ir.printer import format_program
 from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord
@@ -77,7 +77,7 @@ class JitFunction:
                                   got=type(fn).__name__)
         self.fn = fn
         code = fn.__code__
-        self.loc = SourceLoc(code.co_filename, code.co_firstlineno, fn.__name__)
+        self.loc = SourceLoc(code.co_filename, _def_line(code), fn.__name__)
         overrides = {}
         for key, value in jit_options.items():
             if key in _ACCEPTED_COMPAT:
@@ -100,7 +100,7 @@ class JitFunction:
         self._order: list = []  # keys in compile order
         self._hits = 0
         self._misses = 0
-        self._opts = (-1, None)
+        self._opts = (-1, None, None)
         self.call_log: collections.deque = collections.deque(maxlen=256)
         self.last_run: RunRecord | None = None
         self.runtime_overrides: dict | None = None  # set by the lab's %%pypto magic
@@ -138,16 +138,23 @@ class JitFunction:
     def _resolved(self):
         version = _options.state_version()
         if self._opts[0] != version:
-            self._opts = (version, _options.effective(self.jit_options))
+            resolved = _options.effective(self.jit_options)
+            # the compile-affecting options, interned to a small int so that hashing the cache key
+            # on every call does not rehash every option value
+            ckey = _OPTION_KEYS.setdefault(resolved.compile_key(), len(_OPTION_KEYS))
+            self._opts = (version, resolved, ckey)
         return self._opts[1]
 
     def _lookup(self, args, kwargs, count: bool):
         sig = self._sig or self._signature()
-        raw, consts = sig.bind(args, kwargs)
+        try:
+            raw, consts = sig.bind(args, kwargs)
+        except PyptoError as e:
+            raise e.with_loc(self.loc)
         tensors, dtypes, tkey, env = _bind_tensors(sig, raw, self.loc)
         opts = self._resolved()
         g = self.fn.__globals__
-        key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), opts.compile_key(), global_tiles(),
+        key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), self._opts[2], global_tiles(),
                tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn))
         entry = self._cache.get(key)
         reason = None
@@ -206,7 +213,8 @@ class JitFunction:
             if new != old:
                 parts.append(f"constant {name} {old[1]!r} -> {new[1]!r}")
         if ok != pok:
-            changed = [f"{k[0]}.{k[1]}" for (k, v), (_, pv) in zip(ok, pok) if v != pv]
+            new_o, old_o = _option_values(ok), _option_values(pok)
+            changed = [f"{g}.{n}" for (g, n), v in new_o.items() if old_o.get((g, n)) != v]
             parts.append("options " + ", ".join(changed))
         if tiles != ptiles:
             parts.append("global tile shapes")
@@ -243,6 +251,27 @@ class JitFunction:
         return self if obj is None else functools.partial(self, obj)
 
 
+def _def_line(code) -> int:
+    """The line of the ``def`` itself (``co_firstlineno`` is the first decorator's line)."""
+    import linecache
+
+    first = code.co_firstlineno
+    for line in range(first, first + 64):
+        text = linecache.getline(code.co_filename, line).lstrip()
+        if not text:
+            continue
+        if text.startswith(("def ", "async def ")):
+            return line
+    return first
+
+
+def _option_values(ckey_id) -> dict:
+    for values, i in _OPTION_KEYS.items():
+        if i == ckey_id:
+            return dict(values)
+    return {}
+
+
 def _closure_key(fn):
     if not fn.__closure__:
         return ()
@@ -258,6 +287,7 @@ def _closure_key(fn):
 
 
 _TORCH_DT: dict = {}
+_OPTION_KEYS: dict = {}  # compile-affecting option values -> small int (cache key part)
 
 
 def _bind_tensors(sig: Signature, raw: list, loc):
@@ -366,6 +396,6 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
         if kwargs:  # validate unknown keywords at decoration time, not at first call
             for k in kwargs:
                 if k not in _ACCEPTED_COMPAT:
-                    raise _options_error(k, None)
+                    raise _options_error(k, user_loc(2))
         return wrap
     return wrap(dyn_func)

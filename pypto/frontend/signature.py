@@ -143,6 +143,7 @@ def parse_annotation(ann: TensorAnnotation, param: str, index: int, loc: SourceL
         if d is Ellipsis:
             if i != len(raw) - 1:
                 raise AnnotationError(f"'...' must be the last dim in the annotation of '{param}'",
+                                      expected="'...' only in last place, e.g. [pypto.DYNAMIC, ...]",
                                       got=repr(list(raw)), param=param, loc=loc)
             rest = True
         elif isinstance(d, StatusType):
