@@ -118,8 +118,15 @@ def from_torch(torch_dtype, *, param: str | None = None, loc=None) -> DType:
     dt = _BY_TORCH_NAME.get(name)
     if dt is not None:
         return dt
+    if name in _TORCH_ONLY and _TORCH_ONLY[name].supported:
+        return _TORCH_ONLY[name]
     if name in _TORCH_ONLY:
-        return require_supported(_TORCH_ONLY[name], param=param, loc=loc)
+        dt = _TORCH_ONLY[name]
+        raise UnsupportedDTypeError(
+            f"torch dtype {torch_dtype} ({dt.name}) is not supported by this build"
+            + (f" (for {param})" if param else ""),
+            expected="one of " + ", ".join(f"torch.{d.torch_name}" for d in SUPPORTED_DTYPES),
+            got=f"{torch_dtype} ({dt.name})", param=param, loc=loc)
     raise UnsupportedDTypeError(
         f"torch dtype {torch_dtype} has no pypto equivalent" + (f" (for {param})" if param else ""),
         expected="one of " + ", ".join(f"torch.{d.torch_name}" for d in SUPPORTED_DTYPES),

@@ -31,7 +31,8 @@ def require(what: str) -> "Tracer":
     t = current()
     if t is None:
         raise KernelSyntaxError(f"{what} can only be used inside a @pypto.jit kernel",
-                                loc=user_loc(2))
+                                expected="a call in the body of a @pypto.jit kernel (while it is traced)",
+                                got=f"{what} called outside any kernel", loc=user_loc(2))
     return t
 
 
@@ -46,6 +47,12 @@ class PathExplorer:
 
     def decide(self, cond: E.Expr, loc: SourceLoc | None) -> bool:
         pos = len(self.decisions)
+        if pos >= MAX_PATHS:  # each decision is flipped once later, so this many means > MAX_PATHS paths
+            raise KernelSyntaxError(
+                f"more than {MAX_PATHS} runtime conditions on one control-flow path",
+                got=f"condition {E.render(cond)}",
+                hint="a Python while/for loop whose condition is symbolic never ends while tracing; "
+                     "use pypto.loop(...) for runtime trip counts", loc=loc)
         if pos < len(self.prefix):
             expected, answer = self.prefix[pos]
             if expected != cond:

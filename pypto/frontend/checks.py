@@ -70,6 +70,8 @@ class _Checker(ast.NodeVisitor):
     def _jump(self, node, word):
         if self.depth and not self.py_loops:
             raise KernelSyntaxError(f"'{word}' is not allowed inside pypto.loop",
+                                    expected="a pypto.loop body that runs to its end",
+                                    got=f"'{word}' in the body of a pypto.loop",
                                     hint="runtime loops always run every iteration; use a runtime "
                                          "condition (if on a symbolic value) to skip work",
                                     loc=self.loc(node))
@@ -83,6 +85,8 @@ class _Checker(ast.NodeVisitor):
     def visit_Return(self, node):
         if self.depth:
             raise KernelSyntaxError("'return' is not allowed inside pypto.loop",
+                                    expected="return only after the last pypto.loop ends",
+                                    got="'return' in the body of a pypto.loop",
                                     hint="assemble results into an output tensor and return after the loop",
                                     loc=self.loc(node))
 

@@ -151,7 +151,8 @@ def set_vec_tile_shapes(*dims) -> None:
         dims = tuple(dims[0])
     if not 1 <= len(dims) <= 5:
         raise ShapeError("set_vec_tile_shapes takes 1 to 5 sizes", got=len(dims), loc=loc)
-    shape = tuple(_positive(d, f"vec tile size {i}", loc) for i, d in enumerate(dims))
+    shape = tuple(_positive(d, f"set_vec_tile_shapes: the size for dim {i}", loc)
+                  for i, d in enumerate(dims))
     tracer = current()
     if tracer is None:
         _global_tiles["vec"] = shape

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import sys
 import time
 from typing import Callable
 
@@ -71,7 +72,13 @@ class JitFunction:
     compile-time constants. Inspect it with `cache_info`, `inspect` and `last_run`.
     """
 
-    def __init__(self, fn: Callable, **jit_options):
+    def __init__(self, fn: Callable, *, _scope_locals: dict | None = None, **jit_options):
+        scope = getattr(fn, "__pypto_options__", None)
+        if scope is not None:  # @pypto.jit over @pypto.options(...): trace the function itself
+            fn = fn.__wrapped__
+            for group, values in scope.settings.items():
+                jit_options.setdefault(f"{group}_options", values)
+        self._scope_locals = _scope_locals
         if not inspect.isfunction(fn):
             raise AnnotationError("pypto.jit can only decorate functions", expected="a def function",
                                   got=type(fn).__name__)
@@ -115,14 +122,13 @@ class JitFunction:
 
     def _call(self, args, kwargs):
         t0 = time.perf_counter()
-        entry, tensors, env, hit, reason = self._lookup(args, kwargs, count=True)
-        compiled = entry.compiled
-        opts = self._resolved()
-        if opts.run_mode == _options.RunMode.NPU:
+        if self._resolved().run_mode == _options.RunMode.NPU:  # before compiling anything
             raise BackendUnavailableError(
                 "runtime_options['run_mode'] is NPU, but this build has no NPU backend",
                 expected="pypto.RunMode.SIM (1), the CPU simulator", got="pypto.RunMode.NPU (0)",
                 param="runtime_options['run_mode']", loc=self.loc)
+        entry, tensors, env, hit, reason = self._lookup(args, kwargs, count=True)
+        compiled = entry.compiled
         t1 = time.perf_counter()
         results = compiled.executor.run(tensors, env)
         t2 = time.perf_counter()
@@ -170,7 +176,7 @@ class JitFunction:
 
     def _signature(self) -> Signature:
         try:
-            self._sig = Signature(self.fn, self.loc)
+            self._sig = Signature(self.fn, self.loc, self._scope_locals)
         except PyptoError as e:
             raise e.with_loc(self.loc)
         return self._sig
@@ -281,7 +287,9 @@ def _closure_key(fn):
             v = cell.cell_contents
         except ValueError:
             continue
-        if isinstance(v, _SIMPLE) or isinstance(v, (tuple, list)):
+        # immutable values only: a list the kernel appends to while tracing must not force a
+        # recompile on every call
+        if isinstance(v, _SIMPLE) or (isinstance(v, tuple) and all(isinstance(x, _SIMPLE) for x in v)):
             out.append(_freeze(v))
     return tuple(out)
 
@@ -389,8 +397,11 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
                   runtime_options=runtime_options, verify_options=verify_options, debug_options=debug_options)
     groups.update(kwargs)
 
+    # the decorating scope's locals resolve string annotations of kernels made in factories
+    scope_locals = dict(sys._getframe(1).f_locals)
+
     def wrap(fn):
-        return JitFunction(fn, **groups)
+        return JitFunction(fn, _scope_locals=scope_locals, **groups)
 
     if dyn_func is None:
         if kwargs:  # validate unknown keywords at decoration time, not at first call

@@ -128,7 +128,8 @@ class SymbolicScalar:
             return int(self.expr.value)
         raise KernelSyntaxError(
             "a symbolic value is used where Python needs a plain int",
-            got=E.render(self.expr), loc=user_loc(2),
+            expected="an int known at compile time (a static dim or a constant)",
+            got=f"the runtime value {E.render(self.expr)}", loc=user_loc(2),
             hint="use pypto.loop(...) instead of range(...) for runtime trip counts; "
                  "symbolic values work as view offsets, loop bounds and in conditions")
 

@@ -166,14 +166,38 @@ def parse_annotation(ann: TensorAnnotation, param: str, index: int, loc: SourceL
     return TensorSpec(param, index, tuple(dims), rest, dtype)
 
 
+def _signature(fn, scope_locals: dict):
+    """The signature with string annotations (``from __future__ import annotations``) evaluated
+    in the kernel's globals, its closure and the locals of the scope that decorated it."""
+    sig = inspect.signature(fn)
+    if not any(isinstance(p.annotation, str) for p in sig.parameters.values()):
+        return sig
+    namespace = dict(fn.__globals__)
+    namespace.update(scope_locals)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            namespace[name] = cell.cell_contents
+        except ValueError:
+            pass
+    params = []
+    for p in sig.parameters.values():
+        ann = p.annotation
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, namespace)  # noqa: S307 - the user's own annotation text
+            except Exception as e:
+                raise AnnotationError(f"the annotation of '{p.name}' cannot be evaluated",
+                                      expected="an expression naming pypto.Tensor(...)",
+                                      got=f"{ann!r} ({type(e).__name__}: {e})", param=p.name) from None
+        params.append(p.replace(annotation=ann))
+    return sig.replace(parameters=params)
+
+
 class Signature:
     """Tensor parameters first, then constants; binds call arguments to them."""
 
-    def __init__(self, fn, loc: SourceLoc | None):
-        try:
-            sig = inspect.signature(fn, eval_str=True)
-        except Exception:  # an annotation that cannot be evaluated as text: use the raw ones
-            sig = inspect.signature(fn)
+    def __init__(self, fn, loc: SourceLoc | None, scope_locals: dict | None = None):
+        sig = _signature(fn, scope_locals or {})
         self.tensors: list[TensorSpec] = []
         self.consts: list[ConstSpec] = []
         for i, (name, p) in enumerate(sig.parameters.items()):
@@ -220,13 +244,21 @@ class Signature:
         for key, value in kwargs.items():
             if key in self._tensor_by_name:
                 if self._tensor_by_name[key].index < len(args):
-                    raise ArgumentValueError(f"tensor argument '{key}' given twice", param=key)
+                    raise ArgumentValueError(f"tensor argument '{key}' given twice",
+                                             expected=f"'{key}' either by position or by keyword",
+                                             got="both", param=key)
                 continue
             if key not in self._const_by_name:
+                import difflib
+
+                close = difflib.get_close_matches(key, self.names, n=1)
                 raise ArgumentValueError(f"unknown keyword argument '{key}'",
-                                         expected="one of " + ", ".join(self.names), got=key, param=key)
+                                         expected="one of " + ", ".join(self.names), got=key, param=key,
+                                         hint=f"did you mean '{close[0]}'?" if close else None)
             if key in consts:
-                raise ArgumentValueError(f"argument '{key}' given twice", param=key)
+                raise ArgumentValueError(f"argument '{key}' given twice",
+                                         expected=f"'{key}' either by position or by keyword",
+                                         got="both", param=key)
             consts[key] = value
         for spec in self.consts:
             if spec.param not in consts:
@@ -241,7 +273,8 @@ class Signature:
                     f"non-tensor parameter '{spec.param}' received a tensor",
                     expected=f"a compile-time constant, or annotate '{spec.param}' with pypto.Tensor(...)",
                     got=f"{type(v).__name__} of shape {tuple(v.shape)}", param=spec.param)
-        return tensors, consts
+        # signature order, whatever the keyword order: the dict is part of the cache key
+        return tensors, {spec.param: consts[spec.param] for spec in self.consts}
 
 
 def _is_array(v) -> bool:

@@ -86,6 +86,8 @@ class Tensor:
 
     def __bool__(self):
         raise KernelSyntaxError("a tensor has no truth value at compile time",
+                                expected="a Python bool or a symbolic scalar condition",
+                                got=f"tensor %{self._value.name} in a condition",
                                 hint="compare shapes or symbolic scalars, or use pypto.where",
                                 loc=user_loc(2))
 

@@ -137,7 +137,10 @@ def _from_linear(terms: dict, c: int) -> Expr:
     for t, k in items:
         piece = t if abs(k) == 1 else Bin("mul", t, Const(abs(k)))
         if out is None:
-            out = piece if k > 0 else Bin("mul", t, Const(k))
+            if k > 0:
+                out = piece
+            else:  # every term so far negative: lead with the constant, ``32 - N`` / ``0 - N``
+                out, c = Bin("sub", Const(c), piece), 0
         else:
             out = Bin("add" if k > 0 else "sub", out, piece)
     if out is None:
@@ -164,6 +167,10 @@ def binary(op: str, a, b) -> Expr:
         return _from_linear(*_linear(Bin(op, a, b)))
     if op in ("min", "max") and a == b:
         return a
+    if op == "max":  # sizes and loop indices are never negative
+        for x, y in ((a, b), (b, a)):
+            if isinstance(y, Const) and y.value <= 0 and _nonneg(x):
+                return x
     if op == "floordiv" and isinstance(b, Const) and b.value == 1:
         return a
     if op == "mod" and isinstance(b, Const) and b.value == 1:
@@ -187,6 +194,16 @@ def binary(op: str, a, b) -> Expr:
             if isinstance(x, Const):
                 return Const(True) if x.value else y
     return Bin(op, a, b)
+
+
+def _nonneg(e) -> bool:
+    if isinstance(e, Const):
+        return e.value >= 0
+    if isinstance(e, Sym):
+        return True
+    if isinstance(e, Bin) and e.op in ("add", "mul", "floordiv", "min", "max", "mod"):
+        return _nonneg(e.a) and _nonneg(e.b)
+    return False
 
 
 def add(a, b): return binary("add", a, b)

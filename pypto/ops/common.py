@@ -49,7 +49,17 @@ def norm_dim(dim, rank: int, op: str, param: str = "dim") -> int:
 
 
 def dims_equal(a, b) -> bool:
-    return E.simplify_dim(a) == E.simplify_dim(b) if isinstance(a, E.Expr) or isinstance(b, E.Expr) else a == b
+    """Equal sizes, or two symbolic sizes that are not provably different.
+
+    Unnamed DYNAMIC dims of different tensors are different symbols (``k.shape[1]`` and
+    ``v.shape[1]``) that may well agree at run time (upstream compares them as -1 == -1), so only
+    a constant non-zero difference (``n`` vs ``n + 1``) is a compile-time mismatch.
+    """
+    a, b = E.simplify_dim(a), E.simplify_dim(b)
+    if isinstance(a, E.Expr) and isinstance(b, E.Expr) and a != b:
+        diff = E.simplify_dim(E.sub(a, b))
+        return not isinstance(diff, int) or diff == 0
+    return a == b
 
 
 def broadcast_shapes(op: str, shapes, params) -> tuple:
@@ -154,7 +164,9 @@ def check_vec_tile(tracer, kind, inputs, outs, where):
     if tile is None or REGISTRY[kind].kind != "vector":
         return
     rank = inputs[0]._value.rank if inputs else len(outs[0][1])
-    if len(tile) != rank:
+    # upstream matches the tile against the output it tiles: a lower-rank first operand that
+    # broadcasts ([M] + [N, M]) takes the output's rank
+    if len(tile) != rank and len(tile) != len(outs[0][1]):
         raise ShapeError(f"pypto.{kind}: the vector tile shape has {len(tile)} dims but the op has {rank}",
                          expected=f"set_vec_tile_shapes with {rank} sizes before this op",
                          got=f"set_vec_tile_shapes{tuple(tile)}", param="vec_tile_shapes", loc=where)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import torch
+from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_INT16, DT_INT32, SUPPORTED_DTYPES
 from ..enums import CastMode, SaturationMode
@@ -40,7 +40,7 @@ def _binary(op: str, a, b, out_dtype=None):
     if ta and tb:
         check_dtype(op, a, "input")
         if a.dtype is not b.dtype:
-            raise DTypeError(f"pypto.{op}: operands have different dtypes", expected="the same dtype",
+            raise DTypeError(f"pypto.{op}: 'input' and 'other' have different dtypes", expected="the same dtype",
                              got=f"{a.dtype.name} and {b.dtype.name}", param="other", loc=loc())
         va, vb = a._value, b._value
         shape = broadcast_shapes(op, [va.shape, vb.shape], ["input", "other"])
@@ -55,8 +55,9 @@ def _binary(op: str, a, b, out_dtype=None):
     return emit(op, [t], [(out_dtype or t.dtype, t._value.shape, t._value.valid_shape)], attrs)
 
 
-def _binary_compute(fn):
+def _binary_compute(name):
     def compute(ins, attrs, ev):
+        fn = getattr(torch, name)
         if len(ins) == 2:
             x, y = align_valid(ins, attrs["bcast"])
             return fn(x, y)
@@ -65,7 +66,7 @@ def _binary_compute(fn):
             else torch.tensor(float(ev(attrs["scalar"])), dtype=t.dtype)
         return fn(s, t) if attrs["scalar_first"] else fn(t, s)
 
-    compute.__doc__ = fn.__doc__
+    compute.__doc__ = f"torch.{name} on the valid region (scalars broadcast)."
     return compute
 
 
@@ -99,12 +100,12 @@ def minimum(input, other):
     return _binary("minimum", input, other)
 
 
-register("add", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.add))
-register("sub", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.sub))
-register("mul", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.mul))
-register("div", kind="vector", fp32_math=True, dtypes=FLOATS)(_binary_compute(torch.div))
-register("maximum", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.maximum))
-register("minimum", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(torch.minimum))
+register("add", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("add"))
+register("sub", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("sub"))
+register("mul", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("mul"))
+register("div", kind="vector", fp32_math=True, dtypes=FLOATS)(_binary_compute("div"))
+register("maximum", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("maximum"))
+register("minimum", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("minimum"))
 
 
 # ---- comparisons -----------------------------------------------------------------------------------
@@ -139,8 +140,8 @@ def le(input, other):
     return _binary("le", input, other, DT_BOOL)
 
 
-for _name, _fn in (("eq", torch.eq), ("ne", torch.ne), ("gt", torch.gt), ("ge", torch.ge),
-                   ("lt", torch.lt), ("le", torch.le)):
+for _name, _fn in (("eq", "eq"), ("ne", "ne"), ("gt", "gt"), ("ge", "ge"),
+                   ("lt", "lt"), ("le", "le")):
     register(_name, kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute(_fn))
 
 
@@ -153,18 +154,18 @@ def _unary(op: str, x):
     return emit(op, [x], [(x.dtype, v.shape, v.valid_shape)])
 
 
-def _unary_compute(fn):
+def _unary_compute(name):
     def compute(ins, attrs, ev):
-        return fn(ins[0])
+        return getattr(torch, name)(ins[0])
 
     return compute
 
 
 _UNARY = {
-    "neg": (torch.neg, NUMERIC), "abs": (torch.abs, NUMERIC), "relu": (torch.relu, NUMERIC),
-    "exp": (torch.exp, FLOATS), "log": (torch.log, FLOATS), "sqrt": (torch.sqrt, FLOATS),
-    "rsqrt": (torch.rsqrt, FLOATS), "reciprocal": (torch.reciprocal, FLOATS),
-    "sigmoid": (torch.sigmoid, FLOATS), "tanh": (torch.tanh, FLOATS),
+    "neg": ("neg", NUMERIC), "abs": ("abs", NUMERIC), "relu": ("relu", NUMERIC),
+    "exp": ("exp", FLOATS), "log": ("log", FLOATS), "sqrt": ("sqrt", FLOATS),
+    "rsqrt": ("rsqrt", FLOATS), "reciprocal": ("reciprocal", FLOATS),
+    "sigmoid": ("sigmoid", FLOATS), "tanh": ("tanh", FLOATS),
 }
 for _name, (_fn, _dts) in _UNARY.items():
     register(_name, kind="vector", fp32_math=True, dtypes=_dts)(_unary_compute(_fn))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import torch
+from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, KernelRuntimeError, ShapeError
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
 from .common import broadcast_shapes, check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
@@ -55,6 +55,8 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
     vm = a.valid_shape[-1] if a_trans else a.valid_shape[-2]
     vn = b.valid_shape[-2] if b_trans else b.valid_shape[-1]
     ins, attrs = [input, mat2], {"a_trans": bool(a_trans), "b_trans": bool(b_trans)}
+    if isinstance(ka, E.Expr) and isinstance(kb, E.Expr) and ka != kb:
+        attrs["k_check"] = (ka, kb)  # different symbols (e.g. two DYNAMIC dims): must agree at run time
     for key, val in (extend_params or {}).items():
         if key not in _EXTEND_KEYS:
             raise DTypeError(f"pypto.matmul: extend_params key '{key}' is not supported",
@@ -81,6 +83,12 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
 def _matmul(ins, attrs, ev):
     """Matrix product with fp32 (int32) accumulation over the valid K extent."""
     a, b = ins[0], ins[1]
+    if "k_check" in attrs:
+        ka, kb = ev(attrs["k_check"])
+        if ka != kb:
+            raise KernelRuntimeError("pypto.matmul: inner dims differ at run time",
+                                     expected=f"K of input == K of mat2 ({E.render(attrs['k_check'][0])} == "
+                                              f"{E.render(attrs['k_check'][1])})", got=f"{ka} and {kb}")
     if attrs["a_trans"]:
         a = a.transpose(-1, -2)
     if attrs["b_trans"]:

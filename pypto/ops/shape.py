@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-import torch
+from .._lazy import torch
 
 from ..dtypes import DT_INT32, DT_INT64
 from ..errors import DTypeError, KernelRuntimeError, KernelSyntaxError, ShapeError
@@ -78,10 +78,10 @@ def assemble(src, offsets, dst=None, parallel=False):
 
     Also ``assemble([(src, offsets), ...], dst)``. Returns ``dst``.
     """
-    if dst is None and isinstance(src, list):
-        raise ShapeError("pypto.assemble([(src, offsets), ...], dst) needs 'dst'", param="dst", loc=loc())
-    if isinstance(src, list):
-        dst = offsets
+    if isinstance(src, list):  # list form: the 2nd positional argument is dst
+        dst = offsets if offsets is not None else dst
+        if dst is None:
+            raise ShapeError("pypto.assemble([(src, offsets), ...], dst) needs 'dst'", param="dst", loc=loc())
         for s, o in src:
             assemble(s, o, dst, parallel)
         return dst
@@ -144,7 +144,7 @@ def reshape(input, shape, *, valid_shape=None, inplace=False):
     new = shape_list(raw, "reshape")
     old_n, new_n = _numel(v.shape), _numel(new)
     if isinstance(old_n, int) and isinstance(new_n, int) and old_n != new_n:
-        raise ShapeError("pypto.reshape: the number of elements changes",
+        raise ShapeError("pypto.reshape: the new 'shape' changes the number of elements",
                          expected=f"{old_n} elements ({E.render_dims(v.shape)})",
                          got=f"{new_n} elements ({E.render_dims(new)})", param="shape", loc=loc())
     valid = shape_list(valid_shape, "reshape", "valid_shape") if valid_shape is not None else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import torch
+from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT32
 from ..errors import ShapeError

@@ -7,14 +7,13 @@ clipped tile, ops compute on it, and assemble writes back only what is valid.
 
 from __future__ import annotations
 
-import torch
 
 from ..errors import KernelRuntimeError, PyptoError
 from ..ir import expr as E
 from ..ir.graph import Block, Branch, Loop, Op, Program, iter_ops
 from ..ops.registry import REGISTRY
 
-_HALF = (torch.float16, torch.bfloat16)
+_HALF = ("torch.float16", "torch.bfloat16")  # compared by name: torch is imported lazily
 
 
 class ReferenceExecutor:
@@ -108,7 +107,7 @@ class _State:
         d = self.ex._defs[op.id]
         ins = [self.values[v.id] for v in op.inputs]
         if d.fp32_math:
-            ins = [t.float() if t.dtype in _HALF else t for t in ins]
+            ins = [t.float() if str(t.dtype) in _HALF else t for t in ins]
         try:
             out = d.compute(ins, op.attrs, self.ev)
         except PyptoError as e:

@@ -117,6 +117,21 @@ def test_attention_kernel_batch_and_seq_one_compile(hidden):
     assert attention_kernel.last_run.cache_hit
 
 
+def test_attention_mismatched_dynamic_lengths_fail_at_run_time():
+    # k and v have separate DYNAMIC sequence dims: they compile (they may agree), but when they
+    # differ at run time probs @ v has no valid K and the call fails, leaving `out` untouched
+    attention_kernel = make_attention(64)
+    q, k = _rand(2, 8, 64, seed=1), _rand(2, 8, 64, seed=2)
+    v = _rand(2, 6, 64, seed=3)
+    out = torch.full((2, 8, 64), 3.0)
+    with pytest.raises(pypto.KernelRuntimeError, match="inner dims"):
+        attention_kernel(q, k, v, out)
+    torch.testing.assert_close(out, torch.full((2, 8, 64), 3.0), rtol=0, atol=0)
+    out = torch.zeros(2, 8, 64)
+    attention_kernel(q, k, _rand(2, 8, 64, seed=3), out)  # the same compiled version, valid sizes
+    assert attention_kernel.last_run.cache_hit
+
+
 def test_attention_symbolic_slice_shapes():
     attention_kernel = make_attention(64)
     q = _rand(2, 16, 64)
@@ -184,3 +199,23 @@ def test_returned_computed_tensor_has_runtime_shape():
         torch.testing.assert_close(got[0], torch.softmax(x * 2.0, dim=-1))
         torch.testing.assert_close(got[1], x + 1.0, rtol=0, atol=0)
     assert scaled_softmax.cache_info().misses == 1
+
+
+def test_add_bias_returning_its_output_parameter():
+    @pypto.frontend.jit
+    def add_bias_ret(
+        x: pypto.Tensor([pypto.DYNAMIC, pypto.STATIC], pypto.DT_FP32),
+        bias: pypto.Tensor([HIDDEN_SIZE], pypto.DT_FP32),
+        out: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32),
+    ):
+        for i in pypto.loop(pypto.ceildiv(x.shape[0], TILE)):
+            out[i * TILE:(i + 1) * TILE, :] = x[i * TILE:(i + 1) * TILE, :] + bias
+        return out
+
+    bias = _rand(HIDDEN_SIZE, seed=4)
+    for b in (2, 33):
+        x = _rand(b, HIDDEN_SIZE, seed=b)
+        out = torch.zeros(b, HIDDEN_SIZE)
+        got = add_bias_ret(x, bias, out)
+        assert got is out  # the caller's tensor, written in place
+        torch.testing.assert_close(out, x + bias, rtol=0, atol=0)
