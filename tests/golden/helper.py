@@ -192,12 +192,3 @@ def rand(shape, dtype=torch.float32, *, lo=-2.0, hi=2.0, seed=0) -> torch.Tensor
         return (torch.rand(shape, generator=g, dtype=torch.float32) * (hi - lo) + lo).to(dtype)
     return torch.randint(int(lo), int(hi), shape, generator=g, dtype=torch.int64).to(dtype)
 
-
-TORCH = {pypto.DT_FP32: torch.float32, pypto.DT_FP16: torch.float16, pypto.DT_BF16: torch.bfloat16,
-         pypto.DT_INT32: torch.int32, pypto.DT_INT16: torch.int16, pypto.DT_INT8: torch.int8,
-         pypto.DT_INT64: torch.int64, pypto.DT_UINT8: torch.uint8, pypto.DT_BOOL: torch.bool}
-
-
-def torch_dtypes(pypto_dtypes) -> list:
-    """The torch dtypes of an op's accepted pypto dtypes (for parametrize)."""
-    return [TORCH[d] for d in pypto_dtypes]
