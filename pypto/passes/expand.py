@@ -1,0 +1,310 @@
+"""ExpandFunction: every tensor op of a root segment becomes tile ops over a grid of tiles.
+
+The tile shape is the one recorded on the op (``set_vec_tile_shapes`` / ``set_cube_tile_shapes``)
+or a default sized for the vector buffer. Views fold into operand addressing; tails are the
+clipped valid extents of edge tiles; broadcast operands read one tile along broadcast dims; a
+reduction whose dim spans several tiles becomes a partial reduction per tile into a GM
+workspace plus a combining reduction; matmul becomes one AIC op per output tile.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from ..dtypes import DT_FP32, DT_INT32, DT_INT64
+from ..errors import ShapeError
+from ..ir import expr as E
+from ..ir.graph import Value
+from ..ir.tile import Access, TileOp
+from ..ops.registry import REGISTRY
+
+DEFAULT_TILE_ELEMENTS = 16384  # 64 KB of fp32: a third of UB, leaving room for double buffering
+ELEMENTWISE = {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "gt", "ge", "lt", "le", "neg", "abs",
+               "relu", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "clip", "where", "cast",
+               "clone", "full", "tensor", "expand_clone"}
+REDUCTIONS = {"sum", "amax", "amin"}
+
+
+def default_tile(shape) -> tuple:
+    """A tile of at most DEFAULT_TILE_ELEMENTS: the whole last dim when it fits, then leading dims."""
+    budget = DEFAULT_TILE_ELEMENTS
+    tile = [1] * len(shape)
+    for d in range(len(shape) - 1, -1, -1):
+        s = shape[d]
+        want = s if isinstance(s, int) else 256
+        t = max(1, min(want, budget))
+        tile[d] = t
+        budget = max(1, budget // t)
+    return tuple(tile)
+
+
+class Expander:
+    """Builds the tile ops of one segment. ``views`` maps a view's value id to its view op."""
+
+    def __init__(self, views: dict, new_id, new_value):
+        self.views = views
+        self.new_id = new_id
+        self.new_value = new_value
+        self.ops: list[TileOp] = []
+        self.out_access: dict = {}  # value id -> Access the producing tile op writes (logical)
+
+    # ---- helpers -------------------------------------------------------------------------------
+    def resolve(self, v: Value):
+        """(storage value, base offsets, valid extent) of ``v``, following view chains."""
+        extent = v.valid_shape
+        base = (0,) * v.rank
+        while v.id in self.views:
+            op = self.views[v.id]
+            base = tuple(E.simplify_dim(E.add(b, o)) for b, o in zip(base, op.attrs["offsets"]))
+            v = op.inputs[0]
+        return v, base, extent
+
+    def tile_of(self, op, shape) -> tuple:
+        vec = op.tiles.vec
+        tile = vec if vec is not None and len(vec) == len(shape) else default_tile(shape)
+        return tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(tile, shape))
+
+    @staticmethod
+    def grid_of(shape, tile) -> tuple:
+        return tuple(E.simplify_dim(E.ceildiv(s, t)) if not (isinstance(s, int) and s <= t) else 1
+                     for s, t in zip(shape, tile))
+
+    def access(self, v: Value, tile, axes, grid, *, extent=None, base_shift=None) -> Access:
+        """Logical access of value ``v`` (views resolved) with ``tile`` and grid axis per dim."""
+        storage, base, ext = self.resolve(v)
+        if base_shift is not None:
+            base = tuple(E.simplify_dim(E.add(b, s)) for b, s in zip(base, base_shift))
+        axis = tuple(None if a is None or (isinstance(grid[a], int) and grid[a] == 1) else a for a in axes)
+        return Access(storage, None, tuple(tile), base, axis, tuple(extent if extent is not None else ext))
+
+    def emit(self, kind, inputs, outputs, grid, attrs, src_op, core="AIV"):
+        op = TileOp(self.new_id(), kind, tuple(inputs), tuple(outputs), tuple(grid),
+                    MappingProxyType(dict(attrs)), src_op.id, core, src_op.loc)
+        self.ops.append(op)
+        for a in outputs:
+            if a.value.kind == "op" or a.value.kind == "workspace":
+                self.out_access.setdefault(a.value.id, a)
+        return op
+
+    # ---- per op kind ---------------------------------------------------------------------------
+    def expand(self, op):
+        kind = op.kind
+        if kind == "view":
+            return
+        if kind in ELEMENTWISE:
+            return self.elementwise(op)
+        if kind in REDUCTIONS:
+            return self.reduce(op)
+        if kind == "softmax":
+            return self.softmax(op)
+        if kind == "assemble":
+            return self.assemble(op.inputs[0], op.inputs[1], op.attrs["offsets"], op)
+        if kind == "matmul":
+            return self.matmul(op)
+        if kind == "transpose":
+            return self.transpose(op)
+        if kind == "topk":
+            return self.topk(op)
+        if kind == "concat":
+            return self.concat(op)
+        if kind == "reshape":
+            return self.whole(op)
+        raise ShapeError(f"internal: no tile expansion for op {kind}", loc=op.loc)
+
+    def elementwise(self, op):
+        out = op.outputs[0]
+        tile = self.tile_of(op, out.shape)
+        grid = self.grid_of(out.shape, tile)
+        R = out.rank
+        ins = []
+        for v in op.inputs:
+            r = v.rank
+            shp, axes = [], []
+            for k in range(r):
+                d = k + R - r
+                bcast = isinstance(v.shape[k], int) and v.shape[k] == 1 and not (
+                    isinstance(out.shape[d], int) and out.shape[d] == 1)
+                shp.append(1 if bcast else tile[d])
+                axes.append(None if bcast else d)
+            ins.append(self.access(v, shp, axes, grid))
+        outs = [self.access(out, tile, range(R), grid)]
+        self.emit(op.kind, ins, outs, grid, op.attrs, op)
+
+    def reduce(self, op, kind=None, x=None, out=None):
+        kind = kind or op.kind
+        x = x or op.inputs[0]
+        out = out or op.outputs[0]
+        d, keep = op.attrs["dim"], op.attrs["keepdim"]
+        tile = self.tile_of(op, x.shape)
+        grid = self.grid_of(x.shape, tile)
+        R = x.rank
+        inp = self.access(x, tile, range(R), grid)
+        out_axes = [a for a in range(R) if keep or a != d]
+        out_tile = [1 if a == d else tile[a] for a in out_axes]
+        if isinstance(grid[d], int) and grid[d] == 1:  # the reduced dim fits in one tile
+            acc = self.access(out, out_tile, [None if a == d else a for a in out_axes], grid)
+            self.emit(kind, [inp], [acc], grid, {"dim": d, "keepdim": keep}, op)
+            return
+        # partial reduction per tile into a workspace [.., tiles along d, ..], then combine
+        pdt = DT_FP32 if x.dtype.is_float else (DT_INT64 if x.dtype in (DT_INT32, DT_INT64) else x.dtype)
+        pshape = tuple(grid[a] if a == d else x.shape[a] for a in range(R))
+        part = self.new_value(pdt, pshape, f"{out.name}_partial")
+        ptile = [1 if a == d else tile[a] for a in range(R)]
+        pacc = Access(part, None, tuple(ptile), (0,) * R, tuple(self.access(x, tile, range(R), grid).axis),
+                      pshape)
+        self.emit(kind, [inp], [pacc], grid, {"dim": d, "keepdim": True}, op)
+        cgrid = tuple(1 if a == d else g for a, g in enumerate(grid))
+        cin = Access(part, None, tuple(grid[a] if a == d else tile[a] for a in range(R)), (0,) * R,
+                     tuple(None if a == d else pacc.axis[a] for a in range(R)), pshape)
+        cout = self.access(out, out_tile, [None if a == d else a for a in out_axes], cgrid)
+        self.emit(kind, [cin], [cout], cgrid, {"dim": d, "keepdim": keep, "combine": True}, op)
+
+    def softmax(self, op):
+        x, out = op.inputs[0], op.outputs[0]
+        d = op.attrs["dim"]
+        tile = self.tile_of(op, x.shape)
+        grid = self.grid_of(x.shape, tile)
+        if isinstance(grid[d], int) and grid[d] == 1:
+            return self.elementwise_like(op, "softmax", tile, grid)
+        # split across tiles: max, exp(x - max), sum, divide, with fp32 intermediates
+        keep = tuple(1 if a == d else s for a, s in enumerate(x.shape))
+        f32 = lambda name, shape=x.shape: self.new_value(DT_FP32, shape, f"{out.name}_{name}")  # noqa: E731
+        xf, m, z, e = f32("x"), f32("max", keep), f32("shifted"), f32("exp")
+        s, y = f32("sum", keep), f32("div")
+        fake = _FakeOp(op)
+        self.unary_like(fake, "cast", x, xf, tile, grid, {"dtype": DT_FP32, "mode": 0, "satmode": 0})
+        fake.attrs = {"dim": d, "keepdim": True}
+        self.reduce(fake, "amax", xf, m)
+        self.binary_like(fake, "sub", xf, m, z, tile, grid)
+        self.unary_like(fake, "exp", z, e, tile, grid, {})
+        self.reduce(fake, "sum", e, s)
+        self.binary_like(fake, "div", e, s, y, tile, grid)
+        self.unary_like(fake, "cast", y, out, tile, grid, {"dtype": out.dtype, "mode": 0, "satmode": 0})
+
+    def elementwise_like(self, op, kind, tile, grid):
+        x, out = op.inputs[0], op.outputs[0]
+        R = x.rank
+        self.emit(kind, [self.access(x, tile, range(R), grid)], [self.access(out, tile, range(R), grid)], grid,
+                  op.attrs, op)
+
+    def unary_like(self, op, kind, x, out, tile, grid, attrs):
+        R = x.rank
+        self.emit(kind, [self.access(x, tile, range(R), grid)], [self.access(out, tile, range(R), grid)], grid,
+                  attrs, op)
+
+    def binary_like(self, op, kind, a, b, out, tile, grid):
+        R = a.rank
+        bt = [1 if (isinstance(s, int) and s == 1) else t for s, t in zip(b.shape, tile)]
+        bx = [None if (isinstance(s, int) and s == 1) else k for k, s in enumerate(b.shape)]
+        flags = (tuple(False for _ in range(R)), tuple(x is None for x in bx))
+        self.emit(kind, [self.access(a, tile, range(R), grid), self.access(b, bt, bx, grid)],
+                  [self.access(out, tile, range(R), grid)], grid, {"bcast": flags}, op)
+
+    def assemble(self, src, dst, offsets, op, tile=None):
+        prod = self.out_access.get(src.id)
+        if tile is None and prod is not None and src.id not in self.views:
+            tile = prod.shape
+        if tile is None or any(not isinstance(t, int) for t in tile):
+            tile = self.tile_of(op, src.shape) if op.tiles.vec and len(op.tiles.vec) == src.rank \
+                else default_tile(src.shape)
+            tile = tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(tile, src.shape))
+        grid = self.grid_of(src.shape, tile)
+        R = src.rank
+        inp = self.access(src, tile, range(R), grid)
+        _, dbase, dext = self.resolve(dst)
+        # only the valid part of src is written, clipped at dst's edge
+        ext = tuple(E.simplify_dim(E.emin(sv, E.emax(E.sub(de, o), 0)))
+                    for sv, de, o in zip(src.valid_shape, dext, offsets))
+        outp = self.access(dst, tile, range(R), grid, extent=ext, base_shift=offsets)
+        self.emit("copy_out", [inp], [outp], grid, {}, op)
+
+    def matmul(self, op):
+        a, b = op.inputs[0], op.inputs[1]
+        out = op.outputs[0]
+        R = out.rank
+        at, bt = op.attrs["a_trans"], op.attrs["b_trans"]
+        M, N = out.shape[-2], out.shape[-1]
+        cube = op.tiles.cube
+        mt = cube[0][0] if cube else 128
+        nt = cube[2][0] if cube else 128
+        mt = min(mt, M) if isinstance(M, int) else mt
+        nt = min(nt, N) if isinstance(N, int) else nt
+        tile = (1,) * (R - 2) + (mt, nt)
+        grid = self.grid_of(out.shape, tile)
+        K = a.shape[-2] if at else a.shape[-1]
+
+        def operand(v, row_axis, rows, trans, is_a):
+            shp, axes = [], []
+            for k in range(R - 2):
+                bcast = isinstance(v.shape[k], int) and v.shape[k] == 1 and not (
+                    isinstance(out.shape[k], int) and out.shape[k] == 1)
+                shp.append(1)
+                axes.append(None if bcast else k)
+            mn = [rows, K] if (is_a and not trans) or (not is_a and trans) else [K, rows]
+            ax = [row_axis, None] if (is_a and not trans) or (not is_a and trans) else [None, row_axis]
+            return self.access(v, shp + mn, axes + ax, grid)
+
+        ins = [operand(a, R - 2, mt, at, True), operand(b, R - 1, nt, bt, False)]
+        if "bias" in op.attrs:
+            bias = op.inputs[op.attrs["bias"]]
+            ins.append(self.access(bias, [1] * (bias.rank - 1) + [nt], [None] * (bias.rank - 1) + [R - 1], grid))
+        attrs = dict(op.attrs)
+        attrs["k_tile"] = cube[1][0] if cube else 64
+        self.emit("matmul", ins, [self.access(out, tile, range(R), grid)], grid, attrs, op, core="AIC")
+
+    def transpose(self, op):
+        x, out = op.inputs[0], op.outputs[0]
+        d0, d1 = op.attrs["dims"]
+        tile = self.tile_of(op, out.shape)
+        grid = self.grid_of(out.shape, tile)
+        perm = list(range(out.rank))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        itile = [tile[perm[k]] for k in range(out.rank)]
+        self.emit("transpose", [self.access(x, itile, perm, grid)], [self.access(out, tile, range(out.rank), grid)],
+                  grid, op.attrs, op)
+
+    def topk(self, op):
+        x = op.inputs[0]
+        d = op.attrs["dim"]
+        tile = list(self.tile_of(op, x.shape))
+        tile[d] = x.shape[d]  # the sorted dim stays whole
+        grid = self.grid_of(x.shape, tile)
+        R = x.rank
+        otile = [op.attrs["k"] if a == d else t for a, t in enumerate(tile)]
+        outs = [self.access(v, otile, range(R), grid) for v in op.outputs]
+        self.emit("topk", [self.access(x, tile, range(R), grid)], outs, grid, op.attrs, op)
+
+    def concat(self, op):
+        out = op.outputs[0]
+        d = op.attrs["dim"]
+        offset = 0
+        for v in op.inputs:
+            offs = tuple(offset if a == d else 0 for a in range(out.rank))
+            self.assemble(v, out, offs, op)
+            offset = E.simplify_dim(E.add(offset, v.shape[d]))
+
+    def whole(self, op):
+        """An op applied to whole tensors in one tile (reshape): GM to GM on one core."""
+        x, out = op.inputs[0], op.outputs[0]
+        inp = self.access(x, x.shape, [None] * x.rank, ())
+        outp = self.access(out, out.shape, [None] * out.rank, ())
+        self.emit(op.kind, [inp], [outp], (), op.attrs, op)
+
+
+class _FakeOp:
+    """Carries a tensor op's id, tiles and location for ops synthesised from it."""
+
+    def __init__(self, op):
+        self.id, self.tiles, self.loc, self.kind = op.id, op.tiles, op.loc, op.kind
+        self.attrs = dict(op.attrs)
+
+
+def expand_segment(ops, views, new_id, new_value) -> list:
+    ex = Expander(views, new_id, new_value)
+    for op in ops:
+        ex.expand(op)
+    return ex.ops
+
+
+def is_move(kind: str) -> bool:
+    return REGISTRY.get(kind) is not None and REGISTRY[kind].kind == "move"

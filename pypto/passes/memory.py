@@ -1,0 +1,131 @@
+"""AssignMemoryType + GenerateMoveOp: decide where every tile lives and insert the copies.
+
+Vector ops compute in UB, cube ops read L0A/L0B and write L0C. A value stays in UB between its
+producer and a consumer when both run on the vector core over the same grid and the consumer
+reads exactly the producer's tiles (1:1): those ops will be fused into one leaf. Every other
+edge goes through GM: the producer gets a ``copy_out`` and the consumer a ``copy_in``
+(GM->UB, or GM->L1->L0A/L0B for the cube). Fusing never creates a cycle between fused groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MappingProxyType
+
+from ..ir.tile import TileOp
+
+
+class _Groups:
+    def __init__(self):
+        self.parent: dict = {}
+        self.deps: dict = {}  # root -> set of roots it depends on (transitively)
+
+    def new(self, gid):
+        self.parent[gid] = gid
+        self.deps[gid] = set()
+        return gid
+
+    def find(self, g):
+        while self.parent[g] != g:
+            self.parent[g] = self.parent[self.parent[g]]
+            g = self.parent[g]
+        return g
+
+    def depends(self, g, h) -> bool:
+        """Does group g depend (transitively) on group h?"""
+        g, h = self.find(g), self.find(h)
+        return h in {self.find(x) for x in self.deps[g]}
+
+    def union(self, a, b):
+        a, b = self.find(a), self.find(b)
+        if a != b:
+            self.parent[b] = a
+            self.deps[a] |= self.deps.pop(b)
+
+    def add_deps(self, g, hs):
+        g = self.find(g)
+        for h in hs:
+            h = self.find(h)
+            self.deps[g] |= {h} | {self.find(x) for x in self.deps[h]}
+
+
+def _same_tiles(p, a) -> bool:
+    return p.shape == a.shape and p.axis == a.axis and p.base == a.base
+
+
+def assign_memory(ops, gm_values: set, new_id):
+    """(ops with copies inserted and memory levels set, {op id: fused group id})."""
+    written = {op.outputs[0].value.id for op in ops if op.kind == "copy_out"}
+    producer: dict = {}  # value id -> (op, access)
+    groups = _Groups()
+    group_of: dict = {}
+    ub_reads: set = set()  # (op id, input index)
+    need_gm = set(gm_values) | written
+    for op in ops:
+        gid = groups.new(op.id)
+        group_of[op.id] = gid
+        fusible, gm_groups = [], set()
+        for k, a in enumerate(op.inputs):
+            p = producer.get(a.value.id)
+            if p is None:
+                continue
+            pop, pacc = p
+            if (op.core == "AIV" and pop.core == "AIV" and op.grid == pop.grid and op.grid != ()
+                    and pop.kind not in ("reshape",) and a.value.id not in written and _same_tiles(pacc, a)):
+                fusible.append((k, pop))
+            else:
+                gm_groups.add(group_of[pop.id])
+                need_gm.add(a.value.id)
+        for k, pop in fusible:
+            g = group_of[pop.id]
+            if any(groups.find(h) == groups.find(g) or groups.depends(h, g) for h in gm_groups):
+                gm_groups.add(g)  # fusing would close a cycle through GM: keep this edge in GM
+                need_gm.add(op.inputs[k].value.id)
+                continue
+            groups.union(g, gid)
+            gid = groups.find(gid)
+            ub_reads.add((op.id, k))
+        groups.add_deps(gid, gm_groups)
+        for a in op.outputs:
+            producer[a.value.id] = (op, a)
+
+    out = []
+    for op in ops:
+        g = op.id
+        pre, post = [], []
+        ins = []
+        for k, a in enumerate(op.inputs):
+            if op.kind == "reshape":
+                ins.append(replace(a, mem="GM"))
+            elif (op.id, k) in ub_reads:
+                ins.append(replace(a, mem="UB"))
+            elif op.core == "AIC":
+                l1 = replace(a, mem="L1")
+                pre.append(_op(new_id, "copy_in", (replace(a, mem="GM"),), (l1,), op))
+                if k < 2:
+                    l0 = replace(a, mem="L0A" if k == 0 else "L0B")
+                    pre.append(_op(new_id, "l1_to_l0a" if k == 0 else "l1_to_l0b", (l1,), (l0,), op))
+                    ins.append(l0)
+                else:
+                    ins.append(l1)  # bias stays in L1 (the bias table path)
+            else:
+                ub = replace(a, mem="UB")
+                pre.append(_op(new_id, "copy_in", (replace(a, mem="GM"),), (ub,), op))
+                ins.append(ub)
+        outs = []
+        for a in op.outputs:
+            if op.kind in ("copy_out", "reshape"):
+                outs.append(replace(a, mem="GM"))
+                continue
+            local = replace(a, mem="L0C" if op.core == "AIC" else "UB")
+            outs.append(local)
+            if a.value.id in need_gm:
+                post.append(_op(new_id, "copy_out", (local,), (replace(a, mem="GM"),), op))
+        for x in pre + [op.replace(inputs=tuple(ins), outputs=tuple(outs))] + post:
+            out.append(x)
+            group_of[x.id] = groups.find(group_of.get(g, g))
+    return out, {o.id: groups.find(group_of[o.id]) for o in out}
+
+
+def _op(new_id, kind, ins, outs, like: TileOp) -> TileOp:
+    return TileOp(new_id(), kind, ins, outs, like.grid, MappingProxyType({}), like.src, like.core, like.loc)
