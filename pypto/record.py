@@ -36,6 +36,7 @@ class CompiledKernel:
     source: dict = field(default_factory=dict)
     returns: Optional[str] = None
     executor: Any = field(default=None, repr=False)
+    lowered: Any = field(default=None, repr=False)
 
     @property
     def tensor_graph(self):

@@ -22,7 +22,8 @@ from ..errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, Ba
 from ..ir.dot import program_to_dot
 from ..ir.printer import format_program
 from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord
-from ..runtime.reference import ReferenceExecutor
+from ..passes.pipeline import lower
+from ..runtime.execute import LoweredExecutor
 from .checks import check_source
 from .control import global_tiles
 from .signature import Signature
@@ -190,9 +191,12 @@ class JitFunction:
         t1 = time.perf_counter()
         snapshot = PassSnapshot("trace", "tensor", format_program(program), t1 - t0, program, program_to_dot)
         key_text = _key_text(sig, tensors, dtypes, consts, opts)
-        compiled = CompiledKernel(self.fn.__name__, key, key_text, program, [snapshot], opts,
+        lowered, stages = lower(program, opts)
+        compiled = CompiledKernel(self.fn.__name__, key, key_text, program, [snapshot] + stages, opts,
                                   0.0, returns=returns)
-        compiled.executor = ReferenceExecutor(program)
+        compiled.source = lowered.sources
+        compiled.lowered = lowered
+        compiled.executor = LoweredExecutor(lowered, opts)
         compiled.compile_seconds = time.perf_counter() - t0
         entry = CacheEntry(key_text, 0, compiled.compile_seconds, compiled)
         self._cache[key] = entry

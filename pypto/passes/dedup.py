@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 from ..ir import expr as E
 from ..ir.tile import LeafFunction
+from .buffers import allocate
 
 
 def _canon(v):
@@ -52,7 +53,7 @@ def leaf_signature(sg):
     return (sg.core, len(sg.grid), tuple(key)), tuple(params), param_of
 
 
-def dedup(subgraphs, root_name: str, registry: dict) -> list:
+def dedup(subgraphs, registry: dict, machine) -> list:
     """The leaf function of each subgraph; ``registry`` (key -> leaf) is shared by the kernel."""
     leaves = []
     for sg in subgraphs:
@@ -62,8 +63,8 @@ def dedup(subgraphs, root_name: str, registry: dict) -> list:
             digest = hashlib.sha1(repr(key).encode()).hexdigest()[:10]
             kinds = "_".join(dict.fromkeys(o.kind for o in sg.ops if not o.kind.startswith(("copy", "l1_"))))
             name = f"leaf{len(registry)}_{kinds or 'copy'}"[:48]
-            leaf = LeafFunction(name, sg.core, sg.ops, params, MappingProxyType(param_of), (), digest,
-                                len(sg.grid))
+            leaf = allocate(LeafFunction(name, sg.core, sg.ops, params, MappingProxyType(param_of), (), digest,
+                                         len(sg.grid)), machine)
             registry[key] = leaf
         leaves.append(leaf)
     return leaves

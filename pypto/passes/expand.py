@@ -250,6 +250,8 @@ class Expander:
             ins.append(self.access(bias, [1] * (bias.rank - 1) + [nt], [None] * (bias.rank - 1) + [R - 1], grid))
         attrs = dict(op.attrs)
         attrs["k_tile"] = cube[1][0] if cube else 64
+        attrs["k_l1"] = cube[1][1] if cube else 256
+        attrs["k_dims"] = (-2 if at else -1, -1 if bt else -2)  # where K sits in each operand
         self.emit("matmul", ins, [self.access(out, tile, range(R), grid)], grid, attrs, op, core="AIC")
 
     def transpose(self, op):

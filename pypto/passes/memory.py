@@ -53,7 +53,7 @@ def _same_tiles(p, a) -> bool:
     return p.shape == a.shape and p.axis == a.axis and p.base == a.base
 
 
-def assign_memory(ops, gm_values: set, new_id):
+def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
     """(ops with copies inserted and memory levels set, {op id: fused group id})."""
     written = {op.outputs[0].value.id for op in ops if op.kind == "copy_out"}
     producer: dict = {}  # value id -> (op, access)
@@ -70,7 +70,7 @@ def assign_memory(ops, gm_values: set, new_id):
             if p is None:
                 continue
             pop, pacc = p
-            if (op.core == "AIV" and pop.core == "AIV" and op.grid == pop.grid and op.grid != ()
+            if (fuse and op.core == "AIV" and pop.core == "AIV" and op.grid == pop.grid and op.grid != ()
                     and pop.kind not in ("reshape",) and a.value.id not in written and _same_tiles(pacc, a)):
                 fusible.append((k, pop))
             else:
@@ -101,10 +101,12 @@ def assign_memory(ops, gm_values: set, new_id):
                 ins.append(replace(a, mem="UB"))
             elif op.core == "AIC":
                 l1 = replace(a, mem="L1")
-                pre.append(_op(new_id, "copy_in", (replace(a, mem="GM"),), (l1,), op))
+                kattrs = {"k_tile": op.attrs["k_tile"], "k_l1": op.attrs["k_l1"],
+                          "k_dim": op.attrs["k_dims"][k]} if k < 2 else {}
+                pre.append(_op(new_id, "copy_in", (replace(a, mem="GM"),), (l1,), op, kattrs))
                 if k < 2:
                     l0 = replace(a, mem="L0A" if k == 0 else "L0B")
-                    pre.append(_op(new_id, "l1_to_l0a" if k == 0 else "l1_to_l0b", (l1,), (l0,), op))
+                    pre.append(_op(new_id, "l1_to_l0a" if k == 0 else "l1_to_l0b", (l1,), (l0,), op, kattrs))
                     ins.append(l0)
                 else:
                     ins.append(l1)  # bias stays in L1 (the bias table path)
@@ -127,5 +129,5 @@ def assign_memory(ops, gm_values: set, new_id):
     return out, {o.id: groups.find(group_of[o.id]) for o in out}
 
 
-def _op(new_id, kind, ins, outs, like: TileOp) -> TileOp:
-    return TileOp(new_id(), kind, ins, outs, like.grid, MappingProxyType({}), like.src, like.core, like.loc)
+def _op(new_id, kind, ins, outs, like: TileOp, attrs=None) -> TileOp:
+    return TileOp(new_id(), kind, ins, outs, like.grid, MappingProxyType(attrs or {}), like.src, like.core, like.loc)

@@ -1,0 +1,44 @@
+"""The Execute Graph: one root function per segment, holding a call of a leaf function per
+subgraph, with the GM arguments of that call site and the dependencies between calls."""
+
+from __future__ import annotations
+
+from ..ir.tile import CallOp, RootFunction
+
+
+def call_args(sg, leaf):
+    """The GM accesses of subgraph ``sg`` in the order of ``leaf``'s params, and the written ones."""
+    args, writes = [None] * len(leaf.params), []
+    for (i, role, k), p in leaf.param_of.items():
+        op = sg.ops[i]
+        args[p] = (op.inputs if role == "in" else op.outputs)[k]
+        if role == "out":
+            writes.append(p)
+    return tuple(args), tuple(sorted(writes))
+
+
+def build_root(name, subgraphs, leaves, new_id, tile_graph) -> RootFunction:
+    calls = []
+    for sg, leaf in zip(subgraphs, leaves):
+        args, writes = call_args(sg, leaf)
+        calls.append(CallOp(new_id(), leaf, sg.grid, args, writes, sg.id, sg.ops[0].loc))
+    deps = []
+    for j, cj in enumerate(calls):
+        rj = {a.value.id for k, a in enumerate(cj.args) if k not in cj.writes}
+        wj = {cj.args[k].value.id for k in cj.writes}
+        for i in range(j):
+            ci = calls[i]
+            ri = {a.value.id for k, a in enumerate(ci.args) if k not in ci.writes}
+            wi = {ci.args[k].value.id for k in ci.writes}
+            if wi & (rj | wj) or ri & wj:
+                deps.append((i, j))
+    return RootFunction(name, tuple(calls), tuple(deps), tile_graph, tuple(subgraphs))
+
+
+def verify_root(root: RootFunction) -> None:
+    """Dependencies point forward, and every call's grid matches its leaf's."""
+    for i, j in root.deps:
+        assert i < j, f"root {root.name}: dependency {i} -> {j} points backwards"
+    for c in root.calls:
+        assert len(c.grid) == c.leaf.grid_rank, f"root {root.name}: call of {c.leaf.name} has a wrong grid"
+        assert len(c.args) == len(c.leaf.params), f"root {root.name}: call of {c.leaf.name} has wrong arguments"

@@ -1,0 +1,226 @@
+"""The lowering pipeline: the passes in order, each leaving a snapshot on the compiled kernel.
+
+    autocast -> expand (Tensor Graph -> Tile Graph) -> assign_memory -> partition
+    -> dedup (Block Graph: leaf functions) -> allocate_buffers -> execute_graph -> codegen
+
+Every level has a verifier run after the pass that produces it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+from ..codegen import cpu, pto
+from ..ir import expr as E
+from ..ir.graph import Value, iter_ops
+from ..ir.printer import format_program
+from ..ir.dot import program_to_dot
+from ..record import PassSnapshot
+from ..runtime.machine import A2A3
+from . import autocast as _autocast
+from .buffers import BufferOverflowError
+from .dedup import dedup
+from .execute import build_root, verify_root
+from .expand import expand_segment
+from .memory import assign_memory
+from .partition import partition, verify_subgraphs
+from .segments import escaping_values, split_segments
+
+
+class KernelSource(str):
+    """The PTO-style listing of a leaf (the string itself) with its executable form (``cpu``) and,
+    with valid_shape_optimize, its ``variants`` ({"main": ..., "tail": ...})."""
+
+    pto: str
+    cpu: str
+    variants: dict
+
+
+def _source(text, cpu_text, variants):
+    s = KernelSource(text)
+    s.pto, s.cpu, s.variants = text, cpu_text, variants
+    return s
+
+
+@dataclass(eq=False)
+class Lowered:
+    """Everything the lowered runtime needs for one compiled kernel."""
+
+    program: object
+    control: object
+    roots: list
+    leaves: dict
+    executables: dict
+    sources: dict
+    global_values: set
+    views: dict
+    written_params: set
+    leaf_symbols: dict = field(default_factory=dict)
+
+
+def _tile_text(roots_ops) -> str:
+    out = []
+    for i, ops in enumerate(roots_ops):
+        out.append(f"root {i}:")
+        out += [f"  {op.describe()}" for op in ops]
+    return "\n".join(out)
+
+
+def _tile_dot(roots_ops) -> str:
+    lines = ['digraph "tile" {', "  rankdir=TB;", '  node [fontname="Helvetica", fontsize=10, shape=box];']
+    for i, ops in enumerate(roots_ops):
+        lines.append(f'  subgraph cluster_r{i} {{ label="root {i}";')
+        last = {}
+        for op in ops:
+            count = 1
+            for g in op.grid:
+                count = count * g if isinstance(g, int) and isinstance(count, int) else "N"
+            label = f"{op.kind} ×{count}" if count != 1 else op.kind
+            lines.append(f'    t{op.id} [label="{label}\\n{op.core}"];')
+            for a in op.inputs:
+                if (a.value.id, a.mem) in last:
+                    lines.append(f"    t{last[(a.value.id, a.mem)]} -> t{op.id};")
+            for a in op.outputs:
+                last[(a.value.id, a.mem)] = op.id
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _block_text(leaves) -> str:
+    return "\n".join(pto.listing(leaf) for leaf in leaves.values())
+
+
+def _exec_text(roots) -> str:
+    out = []
+    for r in roots:
+        out.append(f"root {r.name}:")
+        for k, c in enumerate(r.calls):
+            grid = "x".join(E.render(g) for g in c.grid) or "1"
+            args = ", ".join(f"{'w' if i in c.writes else 'r'}:%{a.value.name}" for i, a in enumerate(c.args))
+            out.append(f"  call{k} {c.leaf.name}[{c.leaf.core}] grid[{grid}] ({args})")
+        if r.deps:
+            out.append("  deps: " + ", ".join(f"call{i}->call{j}" for i, j in r.deps))
+    return "\n".join(out)
+
+
+def _exec_dot(roots) -> str:
+    lines = ['digraph "execute" {', '  node [fontname="Helvetica", fontsize=10, shape=box, style=rounded];']
+    for ri, r in enumerate(roots):
+        lines.append(f'  subgraph cluster_{ri} {{ label="{r.name}";')
+        for k, c in enumerate(r.calls):
+            grid = "x".join(E.render(g) for g in c.grid) or "1"
+            color = "#fde2e2" if c.leaf.core == "AIC" else "#e2f0fd"
+            lines.append(f'    c{ri}_{k} [label="{c.leaf.name}\\ngrid[{grid}]", style="rounded,filled", '
+                         f'fillcolor="{color}"];')
+        for i, j in r.deps:
+            lines.append(f"    c{ri}_{i} -> c{ri}_{j};")
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def lower(program, options, machine=A2A3):
+    """(Lowered, [PassSnapshot ...]) for a traced program."""
+    ids = itertools.count(max([p.value.id for p in program.params] +
+                              [v.id for op in iter_ops(program.body) for v in op.outputs] + [0]) + 1)
+    new_id = lambda: next(ids)  # noqa: E731
+
+    def new_value(dtype, shape, valid_or_name=None, name=None):
+        if isinstance(valid_or_name, str):
+            valid, name = None, valid_or_name
+        else:
+            valid = valid_or_name
+        shape = tuple(E.simplify_dim(s) for s in shape)
+        return Value(new_id(), name or "t", dtype, shape, tuple(valid) if valid else shape, "workspace")
+
+    snaps = []
+
+    def snap(name, level, t0, graph, text_fn, dot_fn):
+        snaps.append(PassSnapshot(name, level, text_fn(graph), time.perf_counter() - t0, graph, dot_fn))
+
+    t0 = time.perf_counter()
+    program = _autocast.autocast(program, new_id, lambda dt, s, v, n: new_value(dt, s, v, n))
+    snap("autocast", "tensor", t0, program, format_program, program_to_dot)
+
+    control, segments = split_segments(program)
+    views = {op.outputs[0].id: op for op in iter_ops(program.body) if op.kind == "view"}
+    escaping = escaping_values(program, segments)
+
+    t0 = time.perf_counter()
+    tile_ops = [expand_segment(ops, views, new_id, new_value) for ops in segments]
+    snap("expand", "tile", t0, tile_ops, _tile_text, _tile_dot)
+
+    fuse = True
+    registry: dict = {}
+    for attempt in (True, False):
+        try:
+            t0 = time.perf_counter()
+            assigned = [assign_memory(ops, escaping, new_id, fuse=fuse and attempt) for ops in tile_ops]
+            snap("assign_memory", "tile", t0, [a[0] for a in assigned], _tile_text, _tile_dot)
+            t0 = time.perf_counter()
+            subgraphs = [partition(ops, groups) for ops, groups in assigned]
+            for sgs in subgraphs:
+                verify_subgraphs(sgs)
+            snap("partition", "block", t0, subgraphs,
+                 lambda sg: "\n".join(f"root {i}: " + "; ".join(
+                     f"sg{s.id}[{s.core}, {len(s.ops)} ops, grid {'x'.join(E.render(g) for g in s.grid) or '1'}]"
+                     for s in sgs) for i, sgs in enumerate(sg)), None)
+            t0 = time.perf_counter()
+            registry = {}
+            leaves_per_root = [dedup(sgs, registry, machine) for sgs in subgraphs]
+            break
+        except BufferOverflowError:
+            if not (fuse and attempt):
+                raise
+            del snaps[-2:]  # split the fused leaves and try again
+    leaves = {leaf.name: leaf for leaf in registry.values()}
+    snap("dedup+allocate_buffers", "block", t0, leaves, _block_text, None)
+
+    t0 = time.perf_counter()
+    roots = []
+    for i, (sgs, lv) in enumerate(zip(subgraphs, leaves_per_root)):
+        root = build_root(f"root{i}", sgs, lv, new_id, tile_ops[i])
+        verify_root(root)
+        roots.append(root)
+    snap("execute_graph", "execute", t0, roots, _exec_text, _exec_dot)
+
+    t0 = time.perf_counter()
+    vso = bool(options.get("runtime", "valid_shape_optimize"))
+    executables, sources, symbols = {}, {}, {}
+    for name, leaf in leaves.items():
+        if vso:
+            main_src, main_fn = cpu.compile_leaf(leaf, "main")
+            tail_src, tail_fn = cpu.compile_leaf(leaf, "tail")
+            executables[name] = {"main": main_fn, "tail": tail_fn}
+            text = pto.listing(leaf, "main") + "\n" + pto.listing(leaf, "tail")
+            sources[name] = _source(text, main_src + "\n" + tail_src,
+                                    {"main": pto.listing(leaf, "main"), "tail": pto.listing(leaf, "tail")})
+        else:
+            src, fn = cpu.compile_leaf(leaf)
+            executables[name] = {"default": fn}
+            sources[name] = _source(pto.listing(leaf), src, {})
+        symbols[name] = _leaf_symbols(leaf)
+    snap("codegen", "execute", t0, sources, lambda s: "\n".join(f"== {k} ==\n{v}" for k, v in s.items()), None)
+
+    written = set()
+    for op in iter_ops(program.body):
+        if op.kind == "assemble":
+            written.add(op.inputs[1].root.id)
+    lowered = Lowered(program, control, roots, leaves, executables, sources, escaping, views, written, symbols)
+    return lowered, snaps
+
+
+def _leaf_symbols(leaf) -> tuple:
+    """Symbolic values a leaf's code evaluates (scalar attrs, runtime tile sizes): tasks are only
+    batched together when these agree."""
+    out = []
+    for op in leaf.ops:
+        for v in op.attrs.values():
+            if isinstance(v, E.Expr):
+                out.append(v)
+        for a in op.inputs + op.outputs:
+            out += [s for s in a.shape if isinstance(s, E.Expr)]
+    return tuple(dict.fromkeys(out))

@@ -1,0 +1,178 @@
+"""The control executor: walks the control program with the actual sizes and tensor values.
+
+Each time a root segment is reached it becomes a root instance (its symbol values captured);
+root instances are stitched into device tasks of at most ``stitch_function_max_num`` roots,
+and each call of a root instance becomes a task with its GM regions. RAW, WAR and WAW edges
+are derived from overlapping regions, so loop iterations touching the same region keep program
+order while independent ones may run together.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+
+from .._lazy import LazyModule
+from ..errors import KernelRuntimeError
+from ..ir import expr as E
+from ..ir.graph import Branch, Loop
+from ..passes.segments import RootCall
+
+np = LazyModule("numpy")
+
+
+@dataclass(eq=False)
+class RootInstance:
+    """One execution of a root function: which root, its sequence number and symbol values."""
+
+    root: int
+    seq: int
+    env: dict
+
+
+@dataclass(eq=False)
+class Task:
+    """All tile instances of one call of a root instance: grid points, offsets and valid extents."""
+
+    id: int
+    root: RootInstance
+    call_index: int
+    call: object
+    points: object  # [m, grid rank] int array
+    offsets: list  # per arg: [m, rank] int array
+    valid: list  # per arg: [m, rank] int array
+    key_extra: tuple = ()
+
+    @property
+    def leaf(self):
+        return self.call.leaf
+
+
+@dataclass(eq=False)
+class DeviceTask:
+    """Stitched root instances and the tasks and dependency edges between them."""
+
+    index: int
+    roots: list = field(default_factory=list)
+    tasks: list = field(default_factory=list)
+    edges: list = field(default_factory=list)  # (from task index, to task index, "RAW"|"WAR"|"WAW")
+
+
+def evaluate_call(call, env, load):
+    """(grid points, per-arg offsets, per-arg valid extents) of ``call`` under ``env``."""
+    ev = lambda x: E.evaluate(x, env, load)  # noqa: E731
+    extents = [int(ev(g)) for g in call.grid]
+    if any(x <= 0 for x in extents):
+        points = np.zeros((0, len(extents)), dtype=np.int64)
+    elif not extents:
+        points = np.zeros((1, 0), dtype=np.int64)
+    else:
+        points = np.array(list(itertools.product(*[range(x) for x in extents])), dtype=np.int64)
+    offsets, valid = [], []
+    for a in call.args:
+        shape = [int(ev(s)) for s in a.shape]
+        base = [int(ev(b)) for b in a.base]
+        ext = [int(ev(x)) for x in a.extent]
+        m = points.shape[0]
+        off = np.empty((m, len(shape)), dtype=np.int64)
+        val = np.empty((m, len(shape)), dtype=np.int64)
+        for d, (s, b, x, ax) in enumerate(zip(shape, base, ext, a.axis)):
+            rel = points[:, ax] * s if ax is not None else np.zeros(m, dtype=np.int64)
+            off[:, d] = b + rel
+            val[:, d] = np.clip(x - rel, 0, s)
+        offsets.append(off)
+        valid.append(val)
+    return points, offsets, valid
+
+
+class Stitcher:
+    """Builds device tasks from root instances and derives their dependency edges."""
+
+    def __init__(self, lowered, memory, max_roots: int, submit):
+        self.lowered = lowered
+        self.memory = memory
+        self.max_roots = max_roots
+        self.submit = submit
+        self.current: DeviceTask | None = None
+        self.done: list = []
+        self._seq = itertools.count()
+        self._task_ids = itertools.count()
+        self._regions: dict = {}
+
+    def add_root(self, index: int, env: dict, load):
+        if self.current is None:
+            self.current = DeviceTask(len(self.done))
+            self._regions = {}
+        dt = self.current
+        inst = RootInstance(index, next(self._seq), dict(env))
+        dt.roots.append(inst)
+        root = self.lowered.roots[index]
+        first = len(dt.tasks)
+        for ci, call in enumerate(root.calls):
+            points, offsets, valid = evaluate_call(call, env, load)
+            if points.shape[0] == 0:
+                continue
+            extra = tuple(E.evaluate(x, env, load) for x in self.lowered.leaf_symbols.get(call.leaf.name, ()))
+            task = Task(next(self._task_ids), inst, ci, call, points, offsets, valid, extra)
+            self._depend(dt, len(dt.tasks), task)
+            dt.tasks.append(task)
+        del first
+        if len(dt.roots) >= self.max_roots:
+            self.flush()
+
+    def _depend(self, dt, index, task):
+        """Add edges from earlier tasks whose GM regions overlap this task's."""
+        seen = set()
+        for k, a in enumerate(task.call.args):
+            key = self.memory.region_key(a.value, task.root.seq)
+            lo = task.offsets[k].min(axis=0)
+            hi = (task.offsets[k] + task.valid[k]).max(axis=0)
+            write = k in task.call.writes
+            entries = self._regions.setdefault(key, [])
+            for j, (plo, phi, pwrite) in enumerate_entries(entries):
+                if not (pwrite or write):
+                    continue
+                if np.all(plo < hi) and np.all(lo < phi):
+                    kind = "RAW" if pwrite and not write else ("WAR" if write and not pwrite else "WAW")
+                    if (j, kind) not in seen:
+                        seen.add((j, kind))
+                        dt.edges.append((j, index, kind))
+            entries.append((index, lo, hi, write))
+
+    def flush(self):
+        if self.current is not None and self.current.tasks:
+            self.submit(self.current)
+        if self.current is not None:
+            self.done.append(self.current)
+        self.current = None
+
+
+def enumerate_entries(entries):
+    for j, lo, hi, w in entries:
+        yield j, (lo, hi, w)
+
+
+def walk(region, env, stitcher: Stitcher, load):
+    """Run the control program ``region``: loops, branches and root calls, in program order."""
+    ev = lambda x: E.evaluate(x, env, load)  # noqa: E731
+    while isinstance(region, Branch):
+        region = region.then if ev(region.cond) else region.orelse
+    for item in region.items:
+        if isinstance(item, RootCall):
+            stitcher.add_root(item.index, env, load)
+        elif isinstance(item, Loop):
+            if item.submit_before_loop:
+                stitcher.flush()
+            start, stop = ev(item.start), ev(item.stop)
+            remaining = max(0, -(-(stop - start) // item.step))
+            cur = start
+            for factor, body in zip(item.factors, item.bodies):
+                for _ in range(remaining // factor):
+                    env[item.index] = cur
+                    walk(body, env, stitcher, load)
+                    cur += item.step * factor
+                remaining %= factor
+        else:
+            raise KernelRuntimeError(f"internal: unexpected control item {item!r}")
+    return region.returns

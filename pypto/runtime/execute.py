@@ -1,0 +1,214 @@
+"""Functional execution of the lowered program: device tasks run leaf kernels on GM tensors.
+
+Tasks run in waves that respect the dependency edges; the ready tasks of one leaf run as one
+batched call of its generated code: their tiles are gathered into ``[n, *tile]`` tensors (one
+group per distinct set of valid extents, so tails need no masking), computed, and scattered
+back. With ``valid_shape_optimize`` full tiles run the static "main" variant and the rest the
+dynamic "tail" variant.
+"""
+
+from __future__ import annotations
+
+from .._lazy import LazyModule
+
+from ..errors import KernelRuntimeError, PyptoError
+from ..ir import expr as E
+from .._lazy import torch
+from .control import Stitcher, walk
+
+np = LazyModule("numpy")
+
+
+class Memory:
+    """GM storage: the caller's tensors, kernel-wide workspaces, and per-root-instance workspaces."""
+
+    def __init__(self, params: dict, global_ids: set):
+        self.params = params  # value id -> tensor
+        self.global_ids = global_ids
+        self.globals: dict = {}
+        self.per_root: dict = {}
+
+    def region_key(self, value, seq):
+        if value.id in self.params or value.id in self.global_ids:
+            return value.id
+        return (value.id, seq)
+
+    def tensor(self, value, root, create: bool):
+        if value.id in self.params:
+            return self.params[value.id]
+        table = self.globals if value.id in self.global_ids else self.per_root.setdefault(root.seq, {})
+        t = table.get(value.id)
+        if t is None:
+            shape = [int(E.evaluate(s, root.env)) for s in value.shape]
+            t = torch.zeros(shape, dtype=value.dtype.torch())
+            table[value.id] = t
+        return t
+
+
+class Runner:
+    """Executes device tasks for one kernel call."""
+
+    def __init__(self, lowered, memory: Memory, load, valid_shape_optimize: bool):
+        self.lowered = lowered
+        self.memory = memory
+        self.load = load
+        self.vso = valid_shape_optimize
+        self.variant_counts = {"main": 0, "tail": 0}
+        self.order: list = []  # (device task index, task index) in execution order
+
+    def run_device_task(self, dt):
+        n = len(dt.tasks)
+        succ = [[] for _ in range(n)]
+        indeg = [0] * n
+        for i, j, _ in dt.edges:
+            succ[i].append(j)
+            indeg[j] += 1
+        ready = [i for i in range(n) if indeg[i] == 0]
+        while ready:
+            by_leaf: dict = {}
+            for i in ready:
+                by_leaf.setdefault(dt.tasks[i].leaf.name, []).append(i)
+            nxt = []
+            for name, idx in by_leaf.items():
+                self.run_batch([dt.tasks[i] for i in idx])
+                self.order.extend((dt.index, i) for i in idx)
+                for i in idx:
+                    for j in succ[i]:
+                        indeg[j] -= 1
+                        if indeg[j] == 0:
+                            nxt.append(j)
+            ready = nxt
+
+    def run_batch(self, tasks):
+        leaf = tasks[0].leaf
+        compiled = self.lowered.executables[leaf.name]
+        groups: dict = {}
+        for t in tasks:
+            sig = np.concatenate(t.valid, axis=1) if t.valid else np.zeros((t.points.shape[0], 0), np.int64)
+            for m in range(t.points.shape[0]):
+                key = (tuple(sig[m].tolist()), t.key_extra)
+                groups.setdefault(key, []).append((t, m))
+        for (sig, _), members in groups.items():
+            full = self._is_full(leaf, members[0])
+            variant = "main" if (self.vso and full) else ("tail" if self.vso else "")
+            if self.vso:
+                self.variant_counts[variant] += len(members)
+            fn = compiled[variant or "default"]
+            self._run_group(leaf, fn, members)
+
+    def _is_full(self, leaf, member):
+        t, m = member
+        for k, a in enumerate(t.call.args):
+            shape = t.valid[k][m]
+            tile = [int(E.evaluate(s, t.root.env)) for s in a.shape]
+            if list(shape) != tile:
+                return False
+        return True
+
+    def _run_group(self, leaf, fn, members):
+        P = []
+        for p, (role, dtype, _) in enumerate(leaf.params):
+            if role == "out":
+                P.append(None)
+                continue
+            tiles = []
+            for t, m in members:
+                a = t.call.args[p]
+                src = self.memory.tensor(a.value, t.root, create=False)
+                off, val = t.offsets[p][m], t.valid[p][m]
+                tiles.append(src[tuple(slice(o, o + v) for o, v in zip(off.tolist(), val.tolist()))])
+            P.append(torch.stack(tiles) if len(tiles) > 1 else tiles[0].unsqueeze(0))
+        env = members[0][0].root.env
+        ev = _evaluator(env, self.load)
+        try:
+            out = fn(P, ev, len(members))
+        except PyptoError:
+            raise
+        except Exception as e:
+            op = leaf.ops[0]
+            raise KernelRuntimeError(f"leaf {leaf.name} failed: {e}", loc=op.loc) from e
+        for p, data in out.items():
+            for i, (t, m) in enumerate(members):
+                a = t.call.args[p]
+                dst = self.memory.tensor(a.value, t.root, create=True)
+                off, val = t.offsets[p][m].tolist(), t.valid[p][m].tolist()
+                piece = data[i]
+                n = [min(v, s, dst.shape[d] - o) for d, (o, v, s) in enumerate(zip(off, val, piece.shape))]
+                if any(x <= 0 for x in n):
+                    continue
+                dst[tuple(slice(o, o + k) for o, k in zip(off, n))] = \
+                    piece[tuple(slice(0, k) for k in n)].to(dst.dtype)
+
+
+def _evaluator(env, load):
+    def ev(x):
+        if isinstance(x, E.Expr):
+            return E.evaluate(x, env, load)
+        if isinstance(x, tuple):
+            return tuple(ev(i) for i in x)
+        return x
+    return ev
+
+
+class LoweredExecutor:
+    """Runs the lowered program of a kernel; same interface as the reference executor."""
+
+    def __init__(self, lowered, options):
+        self.lowered = lowered
+        self.max_roots = int(options.get("runtime", "stitch_function_max_num"))
+        self.vso = bool(options.get("runtime", "valid_shape_optimize"))
+        self.last = None
+
+    def run(self, tensors: list, env: dict):
+        program = self.lowered.program
+        params = program.params
+        written = self.lowered.written_params
+        work = [t.clone() if p.value.id in written else t for t, p in zip(tensors, params)]
+        by_name = {p.value.name: w for p, w in zip(params, work)}
+
+        def load(param, indices):
+            t = by_name[param]
+            try:
+                return int(t[tuple(indices)])
+            except IndexError:
+                raise KernelRuntimeError(f"element read out of range: {param}{list(indices)}",
+                                         expected=f"indices within {list(t.shape)}", got=list(indices)) from None
+
+        memory = Memory({p.value.id: w for p, w in zip(params, work)}, self.lowered.global_values)
+        runner = Runner(self.lowered, memory, load, self.vso)
+        stitcher = Stitcher(self.lowered, memory, self.max_roots, runner.run_device_task)
+        env = dict(env)
+        returns = walk(self.lowered.control, env, stitcher, load)
+        stitcher.flush()
+        for t, w, p in zip(tensors, work, params):
+            if p.value.id in written:
+                t.copy_(w)
+        self.last = (stitcher.done, runner)
+        if returns is None:
+            return None
+        return [self._result(v, tensors, memory, env) for v in returns]
+
+    def _result(self, v, tensors, memory, env):
+        for t, p in zip(tensors, self.lowered.program.params):
+            if p.value.id == v.id:
+                return t
+        views = self.lowered.views
+        chain = []
+        while v.id in views:
+            chain.append(views[v.id])
+            v = views[v.id].inputs[0]
+        if v.id in memory.params:
+            base = next(t for t, p in zip(tensors, self.lowered.program.params) if p.value.id == v.id)
+        else:
+            base = memory.globals.get(v.id)
+            if base is None:
+                base = torch.zeros([int(E.evaluate(s, env)) for s in v.shape], dtype=v.dtype.torch())
+        from ..ops.registry import REGISTRY
+        ev = _evaluator(env, None)
+        t = base
+        for op in reversed(chain):
+            t = REGISTRY["view"].compute([t], op.attrs, ev)
+        target = chain[0].outputs[0] if chain else v
+        valid = [int(E.evaluate(s, env)) for s in target.valid_shape]
+        t = t[tuple(slice(0, n) for n in valid)]
+        return t.clone()
