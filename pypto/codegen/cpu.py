@@ -54,7 +54,9 @@ def _expand(x, shape):
     return x.expand(size).clone()
 
 
-def _matmul(a, b, bias, attrs, out_dtype):
+def _matmul(a, b, bias, attrs, out_dtype, ev):
+    if "k_check" in attrs:  # two runtime K sizes that the trace could not prove equal
+        _check_k(attrs, ev)
     if attrs["a_trans"]:
         a = a.transpose(-1, -2)
     if attrs["b_trans"]:
@@ -71,6 +73,12 @@ def _matmul(a, b, bias, attrs, out_dtype):
         bias = bias.float().reshape(bias.shape[0], *([1] * (out.dim() - 2)), -1)
         out = out + bias[..., : out.shape[-1]]
     return out.to(out_dtype)
+
+
+def _check_k(attrs, ev):
+    from ..ops.matmul import check_k
+
+    check_k(attrs, ev)
 
 
 def _per_instance(kind, x, attrs, ev, out_dtype):
@@ -91,9 +99,9 @@ def generate(leaf, variant: str = "") -> tuple[str, dict]:
     local: dict = {}
 
     def buf(a):
-        key = (a.value.id, a.mem)
+        key = a.local_key
         if key not in local:
-            local[key] = f"{a.mem.lower()}_{a.value.name}".replace(".", "_")
+            local[key] = f"{a.mem.lower()}{len(local)}_{a.value.name}".replace(".", "_")
         return local[key]
 
     def src(op, role, k, a):
@@ -124,7 +132,7 @@ def generate(leaf, variant: str = "") -> tuple[str, dict]:
             lines.append(f"    {outs[0]} = _expand(_pad_rank({ins[0]}, {rank}), ev(S{i})).to(D{i}[0])")
         elif kind == "matmul":
             bias = ins[2] if len(ins) > 2 else "None"
-            lines.append(f"    {outs[0]} = _matmul({ins[0]}, {ins[1]}, {bias}, {aname}, D{i}[0])")
+            lines.append(f"    {outs[0]} = _matmul({ins[0]}, {ins[1]}, {bias}, {aname}, D{i}[0], ev)")
         elif kind == "reshape":
             lines.append(f"    {outs[0]} = _per_instance('reshape', {ins[0]}, {aname}, ev, D{i}[0])")
         else:

@@ -27,8 +27,8 @@ def listing(leaf, variant: str = "") -> str:
         head.append(f"//   P{p:<2} {role:<3} {dtype.short}{E.render_dims(shape)}")
     if bufs:
         head.append("// local buffers:")
-        for (vid, mem), b in bufs.items():
-            head.append(f"//   {b.name:<6} {mem:<3} @0x{b.offset:05x} {b.nbytes:>7} B  ops {b.first}..{b.last}")
+        for key, b in bufs.items():
+            head.append(f"//   {b.name:<6} {b.mem:<3} @0x{b.offset:05x} {b.nbytes:>7} B  ops {b.first}..{b.last}")
     names = {k: b.name for k, b in bufs.items()}
     body = []
     valid = "" if variant == "main" else " valid[...]"
@@ -37,7 +37,7 @@ def listing(leaf, variant: str = "") -> str:
             p = leaf.param_of.get((i, role, k))
             if p is not None:
                 return f"P{p}[off]{valid}"
-            return names.get((a.value.id, a.mem), f"%{a.value.name}")
+            return names.get(a.local_key, f"%{a.value.name}")
         outs = [operand("out", k, a) for k, a in enumerate(op.outputs)]
         ins = [operand("in", k, a) for k, a in enumerate(op.inputs)]
         attrs = ", ".join(f"{k}={_fmt(v)}" for k, v in op.attrs.items() if k not in ("bcast", "k_check"))

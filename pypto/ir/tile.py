@@ -40,6 +40,11 @@ class Access:
     def dtype(self):
         return self.value.dtype
 
+    @property
+    def local_key(self) -> tuple:
+        """Identity of a local (on-chip) tile: two windows of one tensor are two buffers."""
+        return (self.value.id, self.mem, self.base, self.shape, self.axis)
+
     def valid_exprs(self, grid_syms) -> tuple:
         """Symbolic valid extent per dim, with grid indices named by ``grid_syms``."""
         out = []

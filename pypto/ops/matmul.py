@@ -79,16 +79,21 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
     return emit("matmul", ins, [(out_dt, shape, valid)], attrs)
 
 
+def check_k(attrs, ev):
+    """Two runtime K sizes the trace could not prove equal must agree."""
+    ka, kb = ev(attrs["k_check"])
+    if ka != kb:
+        raise KernelRuntimeError("pypto.matmul: inner dims differ at run time",
+                                 expected=f"K of input == K of mat2 ({E.render(attrs['k_check'][0])} == "
+                                          f"{E.render(attrs['k_check'][1])})", got=f"{ka} and {kb}")
+
+
 @register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8))
 def _matmul(ins, attrs, ev):
     """Matrix product with fp32 (int32) accumulation over the valid K extent."""
     a, b = ins[0], ins[1]
     if "k_check" in attrs:
-        ka, kb = ev(attrs["k_check"])
-        if ka != kb:
-            raise KernelRuntimeError("pypto.matmul: inner dims differ at run time",
-                                     expected=f"K of input == K of mat2 ({E.render(attrs['k_check'][0])} == "
-                                              f"{E.render(attrs['k_check'][1])})", got=f"{ka} and {kb}")
+        check_k(attrs, ev)
     if attrs["a_trans"]:
         a = a.transpose(-1, -2)
     if attrs["b_trans"]:

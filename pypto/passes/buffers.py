@@ -37,7 +37,7 @@ def allocate(leaf, machine):
         for k, a in enumerate(op.inputs + op.outputs):
             if a.mem == "GM":
                 continue
-            key = (a.value.id, a.mem)
+            key = a.local_key
             first.setdefault(key, i)
             last[key] = i
             b = _bytes(a, op, k)
@@ -74,8 +74,8 @@ def buffer_of(leaf) -> dict:
     keys = []
     for op in leaf.ops:
         for a in op.inputs + op.outputs:
-            if a.mem != "GM" and (a.value.id, a.mem) not in keys:
-                keys.append((a.value.id, a.mem))
+            if a.mem != "GM" and a.local_key not in keys:
+                keys.append(a.local_key)
     keys.sort(key=lambda k: next(i for i, op in enumerate(leaf.ops)
-                                 if any((a.value.id, a.mem) == k for a in op.inputs + op.outputs)))
+                                 if any(a.local_key == k for a in op.inputs + op.outputs)))
     return dict(zip(keys, leaf.buffers))

@@ -33,7 +33,7 @@ def leaf_signature(sg):
     params, param_of, key = [], {}, []
 
     def local(a):
-        k = (a.value.id, a.mem)
+        k = a.local_key
         if k not in local_ids:
             local_ids[k] = len(local_ids)
         return ("L", local_ids[k], a.mem, a.value.dtype.short, _canon(a.shape))

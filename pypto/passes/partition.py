@@ -6,15 +6,44 @@ from ..ir.tile import Subgraph
 
 
 def partition(ops, group_of: dict) -> list:
-    """Subgraphs in execution order (a group runs where its first op stood)."""
+    """Subgraphs in an execution order that respects every GM dependency between them.
+
+    A fused group may have absorbed ops that come after another group's ops, so groups are
+    ordered topologically (ties keep program order) over RAW, WAR and WAW conflicts in GM.
+    """
     members: dict = {}
-    order: list = []
+    first: dict = {}
+    for i, op in enumerate(ops):
+        g = group_of[op.id]
+        members.setdefault(g, []).append(op)
+        first.setdefault(g, i)
+    edges = {g: set() for g in members}
+    indeg = {g: 0 for g in members}
+    touched: dict = {}  # GM value id -> [(group, is_write)]
     for op in ops:
         g = group_of[op.id]
-        if g not in members:
-            members[g] = []
-            order.append(g)
-        members[g].append(op)
+        for a, write in [(a, False) for a in op.inputs] + [(a, True) for a in op.outputs]:
+            if a.mem != "GM":
+                continue
+            for h, hw in touched.get(a.value.id, ()):
+                if h != g and (hw or write) and g not in edges[h]:
+                    edges[h].add(g)
+                    indeg[g] += 1
+            touched.setdefault(a.value.id, []).append((g, write))
+    import heapq
+
+    ready = [(first[g], g) for g in members if indeg[g] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, g = heapq.heappop(ready)
+        order.append(g)
+        for h in edges[g]:
+            indeg[h] -= 1
+            if indeg[h] == 0:
+                heapq.heappush(ready, (first[h], h))
+    if len(order) != len(members):
+        raise AssertionError("internal: fused groups depend on each other in a cycle")
     out = []
     for i, g in enumerate(order):
         ops_g = tuple(members[g])
@@ -32,8 +61,8 @@ def verify_subgraphs(subgraphs) -> None:
             assert op.core == sg.core or op.kind.startswith("copy"), f"subgraph {sg.id} mixes core types"
             for a in op.inputs:
                 if a.mem != "GM":
-                    assert (a.value.id, a.mem) in produced, \
+                    assert a.local_key in produced, \
                         f"subgraph {sg.id}: {op.kind} reads local %{a.value.name} in {a.mem} that it never wrote"
             for a in op.outputs:
                 if a.mem != "GM":
-                    produced.add((a.value.id, a.mem))
+                    produced.add(a.local_key)

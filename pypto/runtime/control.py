@@ -131,7 +131,7 @@ class Stitcher:
             write = k in task.call.writes
             entries = self._regions.setdefault(key, [])
             for j, (plo, phi, pwrite) in enumerate_entries(entries):
-                if not (pwrite or write):
+                if j == index or not (pwrite or write):
                     continue
                 if np.all(plo < hi) and np.all(lo < phi):
                     kind = "RAW" if pwrite and not write else ("WAR" if write and not pwrite else "WAW")

@@ -78,6 +78,9 @@ class Runner:
                         if indeg[j] == 0:
                             nxt.append(j)
             ready = nxt
+        if sum(1 for d in indeg if d > 0):
+            raise KernelRuntimeError("internal: the dependency edges of a device task form a cycle",
+                                     got=f"{sum(1 for d in indeg if d > 0)} task(s) never became ready")
 
     def run_batch(self, tasks):
         leaf = tasks[0].leaf
