@@ -3,7 +3,12 @@ subgraph, with the GM arguments of that call site and the dependencies between c
 
 from __future__ import annotations
 
+import itertools
+
 from ..ir.tile import CallOp, RootFunction
+
+# Call ids are unique across every compiled kernel: the runtime caches per-call-site plans by id.
+_CALL_IDS = itertools.count(1)
 
 
 def call_args(sg, leaf):
@@ -21,7 +26,7 @@ def build_root(name, subgraphs, leaves, new_id, tile_graph) -> RootFunction:
     calls = []
     for sg, leaf in zip(subgraphs, leaves):
         args, writes = call_args(sg, leaf)
-        calls.append(CallOp(new_id(), leaf, sg.grid, args, writes, sg.id, sg.ops[0].loc))
+        calls.append(CallOp(next(_CALL_IDS), leaf, sg.grid, args, writes, sg.id, sg.ops[0].loc))
     deps = []
     for j, cj in enumerate(calls):
         rj = {a.value.id for k, a in enumerate(cj.args) if k not in cj.writes}

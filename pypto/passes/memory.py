@@ -34,7 +34,16 @@ class _Groups:
     def depends(self, g, h) -> bool:
         """Does group g depend (transitively) on group h?"""
         g, h = self.find(g), self.find(h)
-        return h in {self.find(x) for x in self.deps[g]}
+        seen, stack = {g}, [g]  # a walk: unions after add_deps leave the stored closure stale
+        while stack:
+            for x in self.deps[stack.pop()]:
+                x = self.find(x)
+                if x == h:
+                    return True
+                if x not in seen:
+                    seen.add(x)
+                    stack.append(x)
+        return False
 
     def union(self, a, b):
         a, b = self.find(a), self.find(b)
@@ -76,10 +85,14 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
             else:
                 gm_groups.add(group_of[pop.id])
                 need_gm.add(a.value.id)
+        inputs_of = {groups.find(h) for h in gm_groups} | {groups.find(group_of[p.id]) for _, p in fusible}
         for k, pop in fusible:
             g = group_of[pop.id]
-            if any(groups.find(h) == groups.find(g) or groups.depends(h, g) for h in gm_groups):
-                gm_groups.add(g)  # fusing would close a cycle through GM: keep this edge in GM
+            # fusing g would close a cycle through GM when another group this op reads depends on g
+            # (or g is read through GM too): g's tiles would be read inside one batched leaf
+            if groups.find(g) in {groups.find(h) for h in gm_groups} or any(
+                    h != groups.find(g) and groups.depends(h, g) for h in inputs_of):
+                gm_groups.add(g)  # keep this edge in GM
                 need_gm.add(op.inputs[k].value.id)
                 continue
             groups.union(g, gid)

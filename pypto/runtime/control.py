@@ -43,6 +43,8 @@ class Task:
     offsets: list  # per arg: [m, rank] int array
     valid: list  # per arg: [m, rank] int array
     key_extra: tuple = ()
+    extents: tuple = ()  # grid extents
+    tiles: tuple = ()  # per arg: evaluated tile shape
 
     @property
     def leaf(self):
@@ -59,8 +61,44 @@ class DeviceTask:
     edges: list = field(default_factory=list)  # (from task index, to task index, "RAW"|"WAR"|"WAW")
 
 
+_CALL_CACHE: dict = {}  # call id -> (free symbols or None, {symbol values: result})
+
+
+def _call_symbols(call):
+    exprs = list(call.grid)
+    for a in call.args:
+        exprs += list(a.shape) + list(a.base) + list(a.extent)
+    names = set()
+    for e in exprs:
+        if isinstance(e, E.Expr):
+            if "Load(" in repr(e) or "[" in E.render(e).replace(".shape[", ""):
+                return None  # reads tensor elements: never cached
+            names |= E.free_symbols(e)
+    return tuple(sorted(names))
+
+
 def evaluate_call(call, env, load):
-    """(grid points, per-arg offsets, per-arg valid extents) of ``call`` under ``env``."""
+    """(grid extents, points, per-arg offsets, valid extents, tile shapes) of ``call`` under ``env``.
+
+    Cached per call site and values of the symbols it uses, so a cached kernel call with the same
+    sizes does no symbolic evaluation.
+    """
+    entry = _CALL_CACHE.get(call.id)
+    if entry is None:
+        entry = _CALL_CACHE[call.id] = (_call_symbols(call), {})
+    names, table = entry
+    if names is not None:
+        key = tuple(env.get(n) for n in names)
+        hit = table.get(key)
+        if hit is not None:
+            return hit
+    result = _evaluate_call(call, env, load)
+    if names is not None and len(table) < 4096:
+        table[key] = result
+    return result
+
+
+def _evaluate_call(call, env, load):
     ev = lambda x: E.evaluate(x, env, load)  # noqa: E731
     extents = [int(ev(g)) for g in call.grid]
     if any(x <= 0 for x in extents):
@@ -69,9 +107,10 @@ def evaluate_call(call, env, load):
         points = np.zeros((1, 0), dtype=np.int64)
     else:
         points = np.array(list(itertools.product(*[range(x) for x in extents])), dtype=np.int64)
-    offsets, valid = [], []
+    offsets, valid, tiles = [], [], []
     for a in call.args:
         shape = [int(ev(s)) for s in a.shape]
+        tiles.append(shape)
         base = [int(ev(b)) for b in a.base]
         ext = [int(ev(x)) for x in a.extent]
         m = points.shape[0]
@@ -83,7 +122,7 @@ def evaluate_call(call, env, load):
             val[:, d] = np.clip(x - rel, 0, s)
         offsets.append(off)
         valid.append(val)
-    return points, offsets, valid
+    return extents, points, offsets, valid, tiles
 
 
 class Stitcher:
@@ -110,11 +149,12 @@ class Stitcher:
         root = self.lowered.roots[index]
         first = len(dt.tasks)
         for ci, call in enumerate(root.calls):
-            points, offsets, valid = evaluate_call(call, env, load)
+            extents, points, offsets, valid, tiles = evaluate_call(call, env, load)
             if points.shape[0] == 0:
                 continue
             extra = tuple(E.evaluate(x, env, load) for x in self.lowered.leaf_symbols.get(call.leaf.name, ()))
-            task = Task(next(self._task_ids), inst, ci, call, points, offsets, valid, extra)
+            task = Task(next(self._task_ids), inst, ci, call, points, offsets, valid, extra, tuple(extents),
+                        tuple(tiles))
             self._depend(dt, len(dt.tasks), task)
             dt.tasks.append(task)
         del first
@@ -126,14 +166,18 @@ class Stitcher:
         seen = set()
         for k, a in enumerate(task.call.args):
             key = self.memory.region_key(a.value, task.root.seq)
-            lo = task.offsets[k].min(axis=0)
-            hi = (task.offsets[k] + task.valid[k]).max(axis=0)
+            if task.points.shape[0] == 1:  # plain ints: numpy per single tile costs more than it saves
+                lo = task.offsets[k][0].tolist()
+                hi = [o + v for o, v in zip(lo, task.valid[k][0].tolist())]
+            else:
+                lo = task.offsets[k].min(axis=0).tolist()
+                hi = (task.offsets[k] + task.valid[k]).max(axis=0).tolist()
             write = k in task.call.writes
             entries = self._regions.setdefault(key, [])
             for j, (plo, phi, pwrite) in enumerate_entries(entries):
                 if j == index or not (pwrite or write):
                     continue
-                if np.all(plo < hi) and np.all(lo < phi):
+                if all(a < b for a, b in zip(plo, hi)) and all(a < b for a, b in zip(lo, phi)):
                     kind = "RAW" if pwrite and not write else ("WAR" if write and not pwrite else "WAW")
                     if (j, kind) not in seen:
                         seen.add((j, kind))

@@ -87,32 +87,40 @@ class Runner:
         compiled = self.lowered.executables[leaf.name]
         groups: dict = {}
         for t in tasks:
+            if t.points.shape[0] == 1:
+                key = (tuple(x for v in t.valid for x in v[0].tolist()), t.key_extra)
+                groups.setdefault(key, []).append((t, None))
+                continue
             sig = np.concatenate(t.valid, axis=1) if t.valid else np.zeros((t.points.shape[0], 0), np.int64)
-            for m in range(t.points.shape[0]):
-                key = (tuple(sig[m].tolist()), t.key_extra)
-                groups.setdefault(key, []).append((t, m))
-        for (sig, _), members in groups.items():
-            full = self._is_full(leaf, members[0])
-            variant = "main" if (self.vso and full) else ("tail" if self.vso else "")
+            if sig.shape[0] and (sig == sig[0]).all():  # the common case: one valid shape per task
+                key = (tuple(sig[0].tolist()), t.key_extra)
+                groups.setdefault(key, []).append((t, None))
+                continue
+            rows, inverse = np.unique(sig, axis=0, return_inverse=True)
+            for r, row in enumerate(rows):
+                members = np.nonzero(inverse.reshape(-1) == r)[0]
+                groups.setdefault((tuple(row.tolist()), t.key_extra), []).append((t, members))
+        for (sig, _), parts in groups.items():
+            t0 = parts[0][0]
+            full = list(sig) == [x for tile in t0.tiles for x in tile]
+            variant = "main" if (self.vso and full) else ("tail" if self.vso else "default")
             if self.vso:
-                self.variant_counts[variant] += len(members)
-            fn = compiled[variant or "default"]
-            self._run_group(leaf, fn, members)
+                self.variant_counts[variant] += sum(t.points.shape[0] if m is None else len(m) for t, m in parts)
+            self._run_group(leaf, compiled[variant], parts, full)
 
-    def _is_full(self, leaf, member):
-        t, m = member
-        for k, a in enumerate(t.call.args):
-            shape = t.valid[k][m]
-            tile = [int(E.evaluate(s, t.root.env)) for s in a.shape]
-            if list(shape) != tile:
-                return False
-        return True
-
-    def _run_group(self, leaf, fn, members):
+    def _run_group(self, leaf, fn, parts, full):
+        """Gather the tiles of every member, run the leaf once, scatter the results."""
+        whole = full and len(parts) == 1 and parts[0][1] is None
+        members = [(t, m) for t, ms in parts
+                   for m in (range(t.points.shape[0]) if ms is None else ms.tolist())]
         P = []
         for p, (role, dtype, _) in enumerate(leaf.params):
             if role == "out":
                 P.append(None)
+                continue
+            fast = _grid_view(self.memory, parts[0][0], p, expand=True) if whole else None
+            if fast is not None:
+                P.append(fast)
                 continue
             tiles = []
             for t, m in members:
@@ -131,6 +139,10 @@ class Runner:
             op = leaf.ops[0]
             raise KernelRuntimeError(f"leaf {leaf.name} failed: {e}", loc=op.loc) from e
         for p, data in out.items():
+            target = _grid_view(self.memory, parts[0][0], p, expand=False, create=True) if whole else None
+            if target is not None and tuple(data.shape[1:]) == tuple(target.shape[len(parts[0][0].extents):]):
+                target.copy_(data.reshape(target.shape))
+                continue
             for i, (t, m) in enumerate(members):
                 a = t.call.args[p]
                 dst = self.memory.tensor(a.value, t.root, create=True)
@@ -141,6 +153,73 @@ class Runner:
                     continue
                 dst[tuple(slice(o, o + k) for o, k in zip(off, n))] = \
                     piece[tuple(slice(0, k) for k in n)].to(dst.dtype)
+
+
+def _grid_view(memory, task, p, expand: bool, create: bool = False):
+    """A view of arg ``p`` of ``task`` with the grid dims first: ``[*grid, *tile]``.
+
+    All of the task's tiles are full here, so the batch of tiles is a strided view of the tensor
+    (one copy to gather, one to scatter) instead of one slice per tile. None when the tiles do
+    not form such a view (overlapping reads of one tile by several grid points on a write).
+    """
+    a = task.call.args[p]
+    t = memory.tensor(a.value, task.root, create=create)
+    key = (task.call.id, p, task.extents, tuple(task.tiles[p]), task.offsets[p][0].tobytes(), expand, tuple(t.shape))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _grid_plan(task, p, tuple(t.shape), expand)
+        if len(_PLANS) > 8192:
+            _PLANS.clear()
+    if plan is False:
+        return None
+    index, split, order, extents, tile, n = plan
+    v = t[index]
+    if split is not None:
+        v = v.view(split)
+    if order is not None:
+        v = v.permute(order)
+    if not expand or n == 1:
+        return v
+    return v.expand(*extents, *tile).reshape(n, *tile)
+
+
+_PLANS: dict = {}
+
+
+def _grid_plan(task, p, tshape, expand):
+    """How to view arg ``p`` of ``task`` as ``[*grid, *tile]``: (index, split, permutation, ...)."""
+    a = task.call.args[p]
+    tile, extents = task.tiles[p], task.extents
+    base = task.offsets[p][0].tolist()
+    index, split, tile_pos, grid_pos = [], [], [], {}
+    for d, (s, ax) in enumerate(zip(tile, a.axis)):
+        if ax is None:
+            index.append(slice(base[d], base[d] + s))
+            tile_pos.append(len(split))
+            split.append(s)
+        else:
+            index.append(slice(base[d], base[d] + extents[ax] * s))
+            grid_pos[ax] = len(split)
+            split += [extents[ax], s]
+            tile_pos.append(len(split) - 1)
+    for d, sl in enumerate(index):
+        if sl.stop > tshape[d]:
+            return False  # the tiles run past the tensor's edge
+    if all(x == 1 for x in extents):  # one tile: the batch is the window itself
+        return (tuple(index), (1, *tile), None, tuple(extents), tuple(tile), 1) if expand or not extents \
+            else (tuple(index), (*([1] * len(extents)), *tile), None, tuple(extents), tuple(tile), 1)
+    missing = [j for j in range(len(extents)) if j not in grid_pos]
+    if missing and not expand and any(extents[j] > 1 for j in missing):
+        return False
+    for j in missing:  # grid axes this operand does not move along: size-1 dims, expanded
+        grid_pos[j] = len(split)
+        split.append(1)
+    order = [grid_pos[j] for j in range(len(extents))] + tile_pos
+    n = 1
+    for x in extents:
+        n *= x
+    return (tuple(index), tuple(split) if split else None,
+            None if order == list(range(len(order))) else tuple(order), tuple(extents), tuple(tile), n)
 
 
 def _evaluator(env, load):
@@ -166,7 +245,9 @@ class LoweredExecutor:
         program = self.lowered.program
         params = program.params
         written = self.lowered.written_params
-        work = [t.clone() if p.value.id in written else t for t, p in zip(tensors, params)]
+        # written parameters are updated in place: every check that can fail on bad input runs
+        # before execution starts
+        work = list(tensors)
         by_name = {p.value.name: w for p, w in zip(params, work)}
 
         def load(param, indices):
@@ -183,9 +264,6 @@ class LoweredExecutor:
         env = dict(env)
         returns = walk(self.lowered.control, env, stitcher, load)
         stitcher.flush()
-        for t, w, p in zip(tensors, work, params):
-            if p.value.id in written:
-                t.copy_(w)
         self.last = (stitcher.done, runner)
         if returns is None:
             return None
