@@ -16,6 +16,7 @@ import time
 from typing import Callable
 
 from .. import options as _options
+from .._lazy import LazyModule
 from ..dtypes import from_torch
 from ..errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError,
                       PyptoError, SourceLoc, user_loc)
@@ -131,7 +132,7 @@ class JitFunction:
         entry, tensors, env, hit, reason = self._lookup(args, kwargs, count=True)
         compiled = entry.compiled
         t1 = time.perf_counter()
-        results = compiled.executor.run(tensors, env)
+        results = compiled.executor.run(tensors, env, self._resolved())
         t2 = time.perf_counter()
         compile_s = 0.0 if hit else compiled.compile_seconds
         self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled)
@@ -299,23 +300,22 @@ def _closure_key(fn):
 
 
 _TORCH_DT: dict = {}
+_torch = LazyModule("torch")
 _OPTION_KEYS: dict = {}  # compile-affecting option values -> small int (cache key part)
 
 
 def _bind_tensors(sig: Signature, raw: list, loc):
     """Check each tensor argument against its spec; return tensors, dtypes, key part and sizes."""
-    import torch
-
     tensors, dtypes, key, env, where = [], [], [], {}, {}
     for n, (spec, t) in enumerate(zip(sig.tensors, raw), 1):
-        if not isinstance(t, torch.Tensor):
+        if not isinstance(t, _torch.Tensor):
             if type(t).__module__ == "numpy" and hasattr(t, "__array_interface__"):
-                t = torch.from_numpy(t)
+                t = _torch.from_numpy(t)
             else:
                 raise ArgumentTypeError(f"tensor argument '{spec.param}' ({_ordinal(n)} tensor) is not a tensor",
                                         expected="a CPU torch.Tensor (or numpy array)",
                                         got=type(t).__name__, param=spec.param, loc=loc)
-        if t.device.type != "cpu":
+        if not t.is_cpu:
             raise ArgumentTypeError(f"tensor argument '{spec.param}' is on device {t.device}",
                                     expected="a CPU tensor (this build simulates the NPU on the CPU)",
                                     got=str(t.device), param=spec.param, loc=loc)

@@ -57,8 +57,13 @@ def allocate(leaf, machine):
         cap = machine.capacity(mem)
         if offset + size[key] > cap:
             used = sum(b.nbytes for b in live[mem])
+            # name the computing op, not the copy that first touched its operand
+            user = next((o for o in leaf.ops[i:] if not o.kind.startswith(("copy", "l1_to"))
+                         and any(x.local_key == key for x in o.inputs + o.outputs)), op)
+            via = f" (loaded by {op.kind})" if user is not op else ""
             raise BufferOverflowError(
-                f"leaf {leaf.name}: tile %{a.value.name} of op {op.kind} does not fit in {mem}",
+                f"leaf {leaf.name}: buffer {mem.lower()}{len(buffers)} for tile %{a.value.name} of op "
+                f"{user.kind}{via} does not fit in {mem}",
                 expected=f"at most {cap} bytes of {mem} ({machine.name})",
                 got=f"{size[key]} bytes for {a.value.dtype.short}{E.render_dims(a.shape)} with {used} bytes "
                     f"already live", param="vec_tile_shapes",

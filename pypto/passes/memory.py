@@ -70,10 +70,20 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
     group_of: dict = {}
     ub_reads: set = set()  # (op id, input index)
     need_gm = set(gm_values) | written
+    touched: dict = {}  # GM value id -> [(group, is_write)]: the order partition will enforce
     for op in ops:
         gid = groups.new(op.id)
         group_of[op.id] = gid
         fusible, gm_groups = [], set()
+        # earlier groups this op must follow through a GM tensor (RAW, WAR, WAW): fusing one of
+        # them with a group that in turn depends on this op would make a cycle
+        gm_writes = [a.value.id for a in op.outputs] if op.kind in ("copy_out", "reshape") else []
+        hazard = set()
+        for a in op.inputs:
+            if producer.get(a.value.id) is None or a.value.id in written:
+                hazard |= {h for h, w in touched.get(a.value.id, ()) if w}
+        for v in gm_writes:
+            hazard |= {h for h, _ in touched.get(v, ())}
         for k, a in enumerate(op.inputs):
             p = producer.get(a.value.id)
             if p is None:
@@ -85,7 +95,7 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
             else:
                 gm_groups.add(group_of[pop.id])
                 need_gm.add(a.value.id)
-        inputs_of = {groups.find(h) for h in gm_groups} | {groups.find(group_of[p.id]) for _, p in fusible}
+        inputs_of = {groups.find(h) for h in gm_groups | hazard} | {groups.find(group_of[p.id]) for _, p in fusible}
         for k, pop in fusible:
             g = group_of[pop.id]
             # fusing g would close a cycle through GM when another group this op reads depends on g
@@ -98,7 +108,13 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
             groups.union(g, gid)
             gid = groups.find(gid)
             ub_reads.add((op.id, k))
-        groups.add_deps(gid, gm_groups)
+        gid = groups.find(gid)
+        groups.add_deps(gid, {h for h in gm_groups | hazard if groups.find(h) != gid})
+        for k, a in enumerate(op.inputs):
+            if (op.id, k) not in ub_reads:
+                touched.setdefault(a.value.id, []).append((gid, False))
+        for v in gm_writes:
+            touched.setdefault(v, []).append((gid, True))
         for a in op.outputs:
             producer[a.value.id] = (op, a)
 

@@ -14,6 +14,8 @@ from .._lazy import LazyModule
 from ..errors import KernelRuntimeError, PyptoError
 from ..ir import expr as E
 from .._lazy import torch
+from ..ir.graph import Block
+from ..passes.segments import RootCall
 from .control import Stitcher, walk
 
 np = LazyModule("numpy")
@@ -222,6 +224,25 @@ def _grid_plan(task, p, tshape, expand):
             None if order == list(range(len(order))) else tuple(order), tuple(extents), tuple(tile), n)
 
 
+def _all_exprs(lowered):
+    for root in lowered.roots:
+        for call in root.calls:
+            for a in call.args:
+                for e in a.shape + a.base + a.extent:
+                    if isinstance(e, E.Expr):
+                        yield from _walk_expr(e)
+
+
+def _walk_expr(e):
+    yield e
+    for child in (getattr(e, "a", None), getattr(e, "b", None)):
+        if isinstance(child, E.Expr):
+            yield from _walk_expr(child)
+    for child in getattr(e, "indices", ()):
+        if isinstance(child, E.Expr):
+            yield from _walk_expr(child)
+
+
 def _evaluator(env, load):
     def ev(x):
         if isinstance(x, E.Expr):
@@ -240,8 +261,17 @@ class LoweredExecutor:
         self.max_roots = int(options.get("runtime", "stitch_function_max_num"))
         self.vso = bool(options.get("runtime", "valid_shape_optimize"))
         self.last = None
+        # no loops, branches or element reads: the device tasks depend only on the sizes
+        control = lowered.control
+        self._straight = isinstance(control, Block) and all(isinstance(x, RootCall) for x in control.items) \
+            and not any(isinstance(e, E.Load) for e in _all_exprs(lowered))
+        self._plans: dict = {}
 
-    def run(self, tensors: list, env: dict):
+    def run(self, tensors: list, env: dict, options=None):
+        """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
+        of this call (runtime options such as stitching are read per call, not per compile)."""
+        max_roots = int(options.get("runtime", "stitch_function_max_num")) if options is not None \
+            else self.max_roots
         program = self.lowered.program
         params = program.params
         written = self.lowered.written_params
@@ -260,11 +290,21 @@ class LoweredExecutor:
 
         memory = Memory({p.value.id: w for p, w in zip(params, work)}, self.lowered.global_values)
         runner = Runner(self.lowered, memory, load, self.vso)
-        stitcher = Stitcher(self.lowered, memory, self.max_roots, runner.run_device_task)
         env = dict(env)
-        returns = walk(self.lowered.control, env, stitcher, load)
-        stitcher.flush()
-        self.last = (stitcher.done, runner)
+        key = (max_roots, tuple(sorted(env.items())))
+        cached = self._plans.get(key) if self._straight else None
+        if cached is not None:  # a straight-line program with these sizes: same tasks as last time
+            for dt in cached:
+                runner.run_device_task(dt)
+            done, returns = cached, self.lowered.control.returns
+        else:
+            stitcher = Stitcher(self.lowered, memory, max_roots, runner.run_device_task)
+            returns = walk(self.lowered.control, env, stitcher, load)
+            stitcher.flush()
+            done = stitcher.done
+            if self._straight and len(self._plans) < 64:
+                self._plans[key] = done
+        self.last = (done, runner)
         if returns is None:
             return None
         return [self._result(v, tensors, memory, env) for v in returns]

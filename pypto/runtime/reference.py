@@ -31,7 +31,7 @@ class ReferenceExecutor:
         self.written_params = tuple(p.index for p in program.params if p.value.id in written)
         self._param_pos = {p.value.id: i for i, p in enumerate(program.params)}
 
-    def run(self, tensors: list, env: dict):
+    def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's ``tensors`` (in signature order) and dynamic sizes ``env``.
 
         Parameters the kernel writes are computed on copies and copied back only on success, so a
