@@ -37,6 +37,7 @@ class CompiledKernel:
     returns: Optional[str] = None
     executor: Any = field(default=None, repr=False)
     lowered: Any = field(default=None, repr=False)
+    verify_lowered: Any = field(default=None, repr=False)
 
     @property
     def tensor_graph(self):
@@ -106,3 +107,4 @@ class RunRecord:
     key: str
     compiled: CompiledKernel = field(repr=False)
     timeline: Any = None
+    verify: Any = None  # with verify_options enable_pass_verify: one StageResult per stage

@@ -25,6 +25,7 @@ from ..ir.printer import format_program
 from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord
 from ..passes.pipeline import lower
 from ..runtime.execute import LoweredExecutor
+from ..runtime.verify import verify
 from .checks import check_source
 from .control import global_tiles
 from .signature import Signature
@@ -132,10 +133,15 @@ class JitFunction:
         entry, tensors, env, hit, reason = self._lookup(args, kwargs, count=True)
         compiled = entry.compiled
         t1 = time.perf_counter()
-        results = compiled.executor.run(tensors, env, self._resolved())
+        opts = self._resolved()
+        if opts.get("verify", "enable_pass_verify"):
+            results, report = verify(compiled, tensors, env, opts,
+                                     lambda: compiled.executor.run(tensors, env, opts))
+        else:
+            results, report = compiled.executor.run(tensors, env, opts), None
         t2 = time.perf_counter()
         compile_s = 0.0 if hit else compiled.compile_seconds
-        self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled)
+        self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled, verify=report)
         self.call_log.append(CallLogEntry(hit, entry.key, reason, t2 - t0))
         if results is None or compiled.returns is None:
             return None

@@ -16,7 +16,7 @@ from ..codegen import cpu, pto
 from ..ir import expr as E
 from ..ir.graph import Value, iter_ops
 from ..ir.printer import format_program
-from ..ir.dot import program_to_dot
+from ..ir.dot_lower import codegen_dot, execute_dot, leaves_dot, partition_dot, tensor_dot, tile_dot
 from ..record import PassSnapshot
 from ..runtime.machine import A2A3
 from . import autocast as _autocast
@@ -68,27 +68,6 @@ def _tile_text(roots_ops) -> str:
     return "\n".join(out)
 
 
-def _tile_dot(roots_ops) -> str:
-    lines = ['digraph "tile" {', "  rankdir=TB;", '  node [fontname="Helvetica", fontsize=10, shape=box];']
-    for i, ops in enumerate(roots_ops):
-        lines.append(f'  subgraph cluster_r{i} {{ label="root {i}";')
-        last = {}
-        for op in ops:
-            count = 1
-            for g in op.grid:
-                count = count * g if isinstance(g, int) and isinstance(count, int) else "N"
-            label = f"{op.kind} ×{count}" if count != 1 else op.kind
-            lines.append(f'    t{op.id} [label="{label}\\n{op.core}"];')
-            for a in op.inputs:
-                if (a.value.id, a.mem) in last:
-                    lines.append(f"    t{last[(a.value.id, a.mem)]} -> t{op.id};")
-            for a in op.outputs:
-                last[(a.value.id, a.mem)] = op.id
-        lines.append("  }")
-    lines.append("}")
-    return "\n".join(lines)
-
-
 def _block_text(leaves) -> str:
     return "\n".join(pto.listing(leaf) for leaf in leaves.values())
 
@@ -106,23 +85,7 @@ def _exec_text(roots) -> str:
     return "\n".join(out)
 
 
-def _exec_dot(roots) -> str:
-    lines = ['digraph "execute" {', '  node [fontname="Helvetica", fontsize=10, shape=box, style=rounded];']
-    for ri, r in enumerate(roots):
-        lines.append(f'  subgraph cluster_{ri} {{ label="{r.name}";')
-        for k, c in enumerate(r.calls):
-            grid = "x".join(E.render(g) for g in c.grid) or "1"
-            color = "#fde2e2" if c.leaf.core == "AIC" else "#e2f0fd"
-            lines.append(f'    c{ri}_{k} [label="{c.leaf.name}\\ngrid[{grid}]", style="rounded,filled", '
-                         f'fillcolor="{color}"];')
-        for i, j in r.deps:
-            lines.append(f"    c{ri}_{i} -> c{ri}_{j};")
-        lines.append("  }")
-    lines.append("}")
-    return "\n".join(lines)
-
-
-def lower(program, options, machine=A2A3):
+def lower(program, options, machine=A2A3, fuse: bool = True):
     """(Lowered, [PassSnapshot ...]) for a traced program."""
     ids = itertools.count(max([p.value.id for p in program.params] +
                               [v.id for op in iter_ops(program.body) for v in op.outputs] + [0]) + 1)
@@ -143,7 +106,7 @@ def lower(program, options, machine=A2A3):
 
     t0 = time.perf_counter()
     program = _autocast.autocast(program, new_id, lambda dt, s, v, n: new_value(dt, s, v, n))
-    snap("autocast", "tensor", t0, program, format_program, program_to_dot)
+    snap("autocast", "tensor", t0, program, format_program, tensor_dot)
 
     control, segments = split_segments(program)
     views = {op.outputs[0].id: op for op in iter_ops(program.body) if op.kind == "view"}
@@ -151,15 +114,14 @@ def lower(program, options, machine=A2A3):
 
     t0 = time.perf_counter()
     tile_ops = [expand_segment(ops, views, new_id, new_value) for ops in segments]
-    snap("expand", "tile", t0, tile_ops, _tile_text, _tile_dot)
+    snap("expand", "tile", t0, tile_ops, _tile_text, tile_dot)
 
-    fuse = True
     registry: dict = {}
     for attempt in (True, False):
         try:
             t0 = time.perf_counter()
             assigned = [assign_memory(ops, escaping, new_id, fuse=fuse and attempt) for ops in tile_ops]
-            snap("assign_memory", "tile", t0, [a[0] for a in assigned], _tile_text, _tile_dot)
+            snap("assign_memory", "tile", t0, [a[0] for a in assigned], _tile_text, tile_dot)
             t0 = time.perf_counter()
             subgraphs = [partition(ops, groups) for ops, groups in assigned]
             for sgs in subgraphs:
@@ -167,7 +129,7 @@ def lower(program, options, machine=A2A3):
             snap("partition", "block", t0, subgraphs,
                  lambda sg: "\n".join(f"root {i}: " + "; ".join(
                      f"sg{s.id}[{s.core}, {len(s.ops)} ops, grid {'x'.join(E.render(g) for g in s.grid) or '1'}]"
-                     for s in sgs) for i, sgs in enumerate(sg)), None)
+                     for s in sgs) for i, sgs in enumerate(sg)), partition_dot)
             t0 = time.perf_counter()
             registry = {}
             leaves_per_root = [dedup(sgs, registry, machine) for sgs in subgraphs]
@@ -177,7 +139,7 @@ def lower(program, options, machine=A2A3):
                 raise
             del snaps[-2:]  # split the fused leaves and try again
     leaves = {leaf.name: leaf for leaf in registry.values()}
-    snap("dedup+allocate_buffers", "block", t0, leaves, _block_text, None)
+    snap("dedup+allocate_buffers", "block", t0, leaves, _block_text, leaves_dot)
 
     t0 = time.perf_counter()
     roots = []
@@ -185,7 +147,7 @@ def lower(program, options, machine=A2A3):
         root = build_root(f"root{i}", sgs, lv, new_id, tile_ops[i])
         verify_root(root)
         roots.append(root)
-    snap("execute_graph", "execute", t0, roots, _exec_text, _exec_dot)
+    snap("execute_graph", "execute", t0, roots, _exec_text, execute_dot)
 
     t0 = time.perf_counter()
     vso = bool(options.get("runtime", "valid_shape_optimize"))
@@ -203,7 +165,8 @@ def lower(program, options, machine=A2A3):
             executables[name] = {"default": fn}
             sources[name] = _source(pto.listing(leaf), src, {})
         symbols[name] = _leaf_symbols(leaf)
-    snap("codegen", "execute", t0, sources, lambda s: "\n".join(f"== {k} ==\n{v}" for k, v in s.items()), None)
+    snap("codegen", "execute", t0, sources, lambda s: "\n".join(f"== {k} ==\n{v}" for k, v in s.items()),
+         lambda s: codegen_dot(s, leaves))
 
     written = set()
     for op in iter_ops(program.body):

@@ -305,6 +305,7 @@ class LoweredExecutor:
             if self._straight and len(self._plans) < 64:
                 self._plans[key] = done
         self.last = (done, runner)
+        self.last_memory = memory
         if returns is None:
             return None
         return [self._result(v, tensors, memory, env) for v in returns]

@@ -46,6 +46,7 @@ class ReferenceExecutor:
         state = _State(self, {p.value.id: work[i] for i, p in enumerate(params)}, dict(env),
                        {p.value.name: work[i] for i, p in enumerate(params)})
         returns = state.region(self.program.body)
+        self.last_values = state.values  # value id -> its last runtime tensor (for pass verify)
         for i, p in enumerate(params):
             if p.value.id in written:
                 tensors[i].copy_(work[i])
