@@ -37,6 +37,7 @@ class CompiledKernel:
     returns: Optional[str] = None
     executor: Any = field(default=None, repr=False)
     lowered: Any = field(default=None, repr=False)
+    dump_dir: Optional[str] = None  # the folder the passes were dumped to (debug_options), else None
     verify_lowered: Any = field(default=None, repr=False)
 
     @property

@@ -20,9 +20,10 @@ from .._lazy import LazyModule
 from ..dtypes import from_torch
 from ..errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError,
                       PyptoError, SourceLoc, user_loc)
-from ..ir.dot import program_to_dot
+from ..ir.dot_lower import tensor_dot
 from ..ir.printer import format_program
 from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord
+from ..passes.dump import dump_compiled
 from ..passes.pipeline import lower
 from ..runtime.execute import LoweredExecutor
 from ..runtime.verify import verify
@@ -196,7 +197,7 @@ class JitFunction:
         program, returns = trace(self.fn, self.fn.__name__, sig.tensors, tensors, dtypes, consts,
                                  (key[3][0], key[3][1]), self._loop_names, self.loc)
         t1 = time.perf_counter()
-        snapshot = PassSnapshot("trace", "tensor", format_program(program), t1 - t0, program, program_to_dot)
+        snapshot = PassSnapshot("trace", "tensor", format_program(program), t1 - t0, program, tensor_dot)
         key_text = _key_text(sig, tensors, dtypes, consts, opts)
         lowered, stages = lower(program, opts)
         compiled = CompiledKernel(self.fn.__name__, key, key_text, program, [snapshot] + stages, opts,
@@ -205,6 +206,7 @@ class JitFunction:
         compiled.lowered = lowered
         compiled.executor = LoweredExecutor(lowered, opts)
         compiled.compile_seconds = time.perf_counter() - t0
+        compiled.dump_dir = dump_compiled(compiled, opts)  # debug_options: compile_debug_mode, dump_pass_graph
         entry = CacheEntry(key_text, 0, compiled.compile_seconds, compiled)
         self._cache[key] = entry
         self._order.append(key)

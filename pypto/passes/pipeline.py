@@ -27,6 +27,7 @@ from .expand import expand_segment
 from .memory import assign_memory
 from .partition import partition, verify_subgraphs
 from .segments import escaping_values, split_segments
+from .verifiers import verify_tensor_graph, verify_tile_ops
 
 
 class KernelSource(str):
@@ -114,6 +115,7 @@ def lower(program, options, machine=A2A3, fuse: bool = True):
 
     t0 = time.perf_counter()
     tile_ops = [expand_segment(ops, views, new_id, new_value) for ops in segments]
+    verify_tile_ops(tile_ops, "expand", memory_assigned=False)
     snap("expand", "tile", t0, tile_ops, _tile_text, tile_dot)
 
     registry: dict = {}
@@ -121,6 +123,7 @@ def lower(program, options, machine=A2A3, fuse: bool = True):
         try:
             t0 = time.perf_counter()
             assigned = [assign_memory(ops, escaping, new_id, fuse=fuse and attempt) for ops in tile_ops]
+            verify_tile_ops([a[0] for a in assigned], "assign_memory", memory_assigned=True)
             snap("assign_memory", "tile", t0, [a[0] for a in assigned], _tile_text, tile_dot)
             t0 = time.perf_counter()
             subgraphs = [partition(ops, groups) for ops, groups in assigned]
