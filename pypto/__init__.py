@@ -26,6 +26,7 @@ from .options import (CompStage, RunMode, get_codegen_options, get_debug_options
                       set_codegen_options, set_debug_options, set_host_options, set_options, set_pass_options,
                       set_runtime_options, set_verify_options)
 from .record import CacheInfo, CompiledKernel, PassSnapshot, RunRecord
+from .runtime.machine import MachineModel, current_machine as get_machine, set_machine
 
 tensor = Tensor  # upstream spells the local-tensor constructor ``pypto.tensor``
 

@@ -100,12 +100,28 @@ class CacheInfo:
 
 @dataclass
 class RunRecord:
-    """What one call did: cache hit, compile and run seconds, and (later) the timeline."""
+    """What one call did: cache hit, compile and run seconds, the timeline (simulated on first
+    access, so a call that never looks at it does not pay for it) and the pass-verify report."""
 
     cache_hit: bool
     compile_seconds: float
     run_seconds: float
     key: str
     compiled: CompiledKernel = field(repr=False)
-    timeline: Any = None
     verify: Any = None  # with verify_options enable_pass_verify: one StageResult per stage
+    simulator: Any = field(default=None, repr=False)  # callable(runtime_overrides, machine) -> Timeline
+    _timeline: Any = field(default=None, repr=False)
+
+    @property
+    def timeline(self):
+        """The simulated schedule of this call under the runtime options it ran with."""
+        if self._timeline is None and self.simulator is not None:
+            self._timeline = self.simulator(None, None)
+        return self._timeline
+
+    def simulate(self, runtime_options: dict | None = None, machine=None):
+        """The schedule of this same call under other runtime options or another machine model
+        (``"A2A3"``, ``"small"`` or a MachineModel); the numbers are not recomputed."""
+        if self.simulator is None:
+            return None
+        return self.simulator(runtime_options, machine)

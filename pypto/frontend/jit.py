@@ -29,6 +29,7 @@ from ..runtime.execute import LoweredExecutor
 from ..runtime.verify import verify
 from .checks import check_source
 from .control import global_tiles
+from ..runtime.machine import current_machine
 from .signature import Signature
 from .trace import trace
 
@@ -142,7 +143,8 @@ class JitFunction:
             results, report = compiled.executor.run(tensors, env, opts), None
         t2 = time.perf_counter()
         compile_s = 0.0 if hit else compiled.compile_seconds
-        self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled, verify=report)
+        self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled, verify=report,
+                                  simulator=_simulator(compiled, opts))
         self.call_log.append(CallLogEntry(hit, entry.key, reason, t2 - t0))
         if results is None or compiled.returns is None:
             return None
@@ -170,7 +172,7 @@ class JitFunction:
         opts = self._resolved()
         g = self.fn.__globals__
         key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), self._opts[2], global_tiles(),
-               tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn))
+               tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn), current_machine())
         entry = self._cache.get(key)
         reason = None
         if entry is None:
@@ -217,7 +219,7 @@ class JitFunction:
             return "first call"
         prev = self._order[-1]
         parts = []
-        (tk, ck, ok, tiles, gk, clk), (ptk, pck, pok, ptiles, pgk, pclk) = key, prev
+        (tk, ck, ok, tiles, gk, clk, mach), (ptk, pck, pok, ptiles, pgk, pclk, pmach) = key, prev
         sig = self._sig
         for spec, new, old in zip(sig.tensors, tk, ptk):
             if new[0] is not old[0]:
@@ -237,6 +239,8 @@ class JitFunction:
             parts.append("options " + ", ".join(changed))
         if tiles != ptiles:
             parts.append("global tile shapes")
+        if mach != pmach:
+            parts.append(f"machine model {pmach.name} -> {mach.name}")
         if gk != pgk or clk != pclk:
             parts.append("a global or captured value used by the kernel")
         return "; ".join(parts) or "new signature"
@@ -282,6 +286,27 @@ def _def_line(code) -> int:
         if text.startswith(("def ", "async def ")):
             return line
     return first
+
+
+def _simulator(compiled, opts):
+    """A closure that simulates the timing of the call just made (run only when asked for)."""
+    executor = compiled.executor
+    stream = getattr(executor, "last_stream", None)
+    if stream is None:
+        return None
+    runtime = opts.runtime()
+
+    def simulate(overrides=None, machine=None):
+        from ..runtime.machine import current_machine, machine_model
+        from ..runtime.scheduler import simulate as run_sim
+
+        rt = dict(runtime)
+        if overrides:
+            rt.update(_options.validate_group("runtime", overrides, param="runtime_options"))
+        return run_sim(compiled.lowered, stream, rt, machine_model(machine) if machine else current_machine(),
+                       compiled.lowered.memory_key)
+
+    return simulate
 
 
 def _option_values(ckey_id) -> dict:

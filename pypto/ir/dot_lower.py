@@ -432,11 +432,8 @@ def _leaf_note(leaf, max_lines: int = 12) -> str:
     rows = [f"P{p} {role} {dtype.short}{E.render_dims(shape)}" for p, (role, dtype, shape) in enumerate(leaf.params)]
     bufs = [f"{b.name} {b.mem} @0x{b.offset:x} {b.nbytes} B ops {b.first}..{b.last}" for b in leaf.buffers]
     if len(bufs) > max_lines:
-        per_mem = Counter()
-        for b in leaf.buffers[max_lines - 1:]:
-            per_mem[b.mem] += b.nbytes
-        bufs = bufs[:max_lines - 1] + [f"… {len(leaf.buffers) - max_lines + 1} more buffers: "
-                                       + ", ".join(f"{m} {n} B" for m, n in per_mem.items())]
+        more = leaf.buffers[max_lines - 1:]
+        bufs = bufs[:max_lines - 1] + [f"… {len(more)} more buffers: {_tally([b.mem for b in more])}"]
     if len(rows) > max_lines:
         rows = rows[:max_lines - 1] + [f"… {len(leaf.params) - max_lines + 1} more params"]
     return "\n".join(["GM params:"] + (rows or ["(none)"]) + ["local buffers:"] + (bufs or ["(none)"]))

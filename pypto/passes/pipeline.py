@@ -18,7 +18,7 @@ from ..ir.graph import Value, iter_ops
 from ..ir.printer import format_program
 from ..ir.dot_lower import codegen_dot, execute_dot, leaves_dot, partition_dot, tensor_dot, tile_dot
 from ..record import PassSnapshot
-from ..runtime.machine import A2A3
+from ..runtime.machine import current_machine
 from . import autocast as _autocast
 from .buffers import BufferOverflowError
 from .dedup import dedup
@@ -60,6 +60,17 @@ class Lowered:
     written_params: set
     leaf_symbols: dict = field(default_factory=dict)
 
+    def memory_key(self, value, seq):
+        """Identity of a GM buffer: kernel-wide for parameters and values shared between roots,
+        per root instance for a root's own intermediates."""
+        if value.id in self.global_values or value.id in self.param_ids:
+            return value.id
+        return (value.id, seq)
+
+    @property
+    def param_ids(self) -> set:
+        return {p.value.id for p in self.program.params}
+
 
 def _tile_text(roots_ops) -> str:
     out = []
@@ -86,8 +97,9 @@ def _exec_text(roots) -> str:
     return "\n".join(out)
 
 
-def lower(program, options, machine=A2A3, fuse: bool = True):
+def lower(program, options, machine=None, fuse: bool = True):
     """(Lowered, [PassSnapshot ...]) for a traced program."""
+    machine = machine or current_machine()
     ids = itertools.count(max([p.value.id for p in program.params] +
                               [v.id for op in iter_ops(program.body) for v in op.outputs] + [0]) + 1)
     new_id = lambda: next(ids)  # noqa: E731

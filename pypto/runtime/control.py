@@ -138,8 +138,14 @@ class Stitcher:
         self._seq = itertools.count()
         self._task_ids = itertools.count()
         self._regions: dict = {}
+        # what the timing simulator replays: ("root", index, env, params read, parallel) / ("flush",)
+        self.stream: list = []
+        self.loads: set = set()  # parameters whose elements control flow read since the last root
+        self.parallel = 0  # depth of enclosing pypto.loop(parallel=True)
 
     def add_root(self, index: int, env: dict, load):
+        self.stream.append(("root", index, dict(env), frozenset(self.loads), self.parallel > 0))
+        self.loads.clear()
         if self.current is None:
             self.current = DeviceTask(len(self.done))
             self._regions = {}
@@ -185,6 +191,7 @@ class Stitcher:
             entries.append((index, lo, hi, write))
 
     def flush(self):
+        self.stream.append(("flush",))
         if self.current is not None and self.current.tasks:
             self.submit(self.current)
         if self.current is not None:
@@ -211,12 +218,14 @@ def walk(region, env, stitcher: Stitcher, load):
             start, stop = ev(item.start), ev(item.stop)
             remaining = max(0, -(-(stop - start) // item.step))
             cur = start
+            stitcher.parallel += item.parallel
             for factor, body in zip(item.factors, item.bodies):
                 for _ in range(remaining // factor):
                     env[item.index] = cur
                     walk(body, env, stitcher, load)
                     cur += item.step * factor
                 remaining %= factor
+            stitcher.parallel -= item.parallel
         else:
             raise KernelRuntimeError(f"internal: unexpected control item {item!r}")
     return region.returns

@@ -281,6 +281,8 @@ class LoweredExecutor:
         by_name = {p.value.name: w for p, w in zip(params, work)}
 
         def load(param, indices):
+            if stitcher is not None:
+                stitcher.loads.add(param)
             t = by_name[param]
             try:
                 return int(t[tuple(indices)])
@@ -291,20 +293,22 @@ class LoweredExecutor:
         memory = Memory({p.value.id: w for p, w in zip(params, work)}, self.lowered.global_values)
         runner = Runner(self.lowered, memory, load, self.vso)
         env = dict(env)
+        stitcher = None
         key = (max_roots, tuple(sorted(env.items())))
         cached = self._plans.get(key) if self._straight else None
         if cached is not None:  # a straight-line program with these sizes: same tasks as last time
-            for dt in cached:
+            for dt in cached[0]:
                 runner.run_device_task(dt)
-            done, returns = cached, self.lowered.control.returns
+            (done, stream), returns = cached, self.lowered.control.returns
         else:
             stitcher = Stitcher(self.lowered, memory, max_roots, runner.run_device_task)
             returns = walk(self.lowered.control, env, stitcher, load)
             stitcher.flush()
-            done = stitcher.done
+            done, stream = stitcher.done, stitcher.stream
             if self._straight and len(self._plans) < 64:
-                self._plans[key] = done
+                self._plans[key] = (done, stream)
         self.last = (done, runner)
+        self.last_stream = stream
         self.last_memory = memory
         if returns is None:
             return None

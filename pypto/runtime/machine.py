@@ -1,19 +1,38 @@
-"""The simulated machine: core counts, local memory capacities and clock, in one frozen object."""
+"""The simulated machine: cores, memories, bandwidths, op costs and AICPU overheads in one frozen
+object. Every number the timing simulator uses is a named, documented field here.
+
+Cost sources (see shared/reference/pypto-pipeline.md section 5): vector ops use upstream's
+compiler latency/parallelism model ``L + (ceil(bytes/256) - 1) * max(1, (256/elem)/P)``; copies
+use a latency plus bytes over bandwidth (GM about 32 B/cycle, L2 about 110); AICPU costs are
+upstream's cost-model defaults (dispatch 200, completion 240, resolve 390 cycles). They are model
+parameters, not measurements.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+
+
+def _vector_table():
+    # op kind -> (latency L in cycles, parallelism P in elements per cycle for 4-byte types)
+    fast = (6, 64)
+    transcendental = (12, 32)
+    table = {k: fast for k in ("add", "sub", "mul", "maximum", "minimum", "neg", "abs", "relu", "eq", "ne", "gt",
+                                "ge", "lt", "le", "where", "clip", "cast", "clone", "full", "tensor",
+                                "expand_clone", "transpose", "reshape")}
+    table.update({k: transcendental for k in ("exp", "log", "sqrt", "rsqrt", "reciprocal", "div", "sigmoid",
+                                              "tanh")})
+    table.update({"sum": (10, 64), "amax": (10, 64), "amin": (10, 64), "topk": (40, 16), "softmax": (50, 16)})
+    return table
 
 
 @dataclass(frozen=True)
 class MachineModel:
-    """Capacities (bytes) and counts of an Ascend-like machine.
-
-    The defaults are the A2/A3 numbers: 24 AIC + 48 AIV cores, UB 192 KB, L1 512 KB,
-    L0A/L0B 64 KB, L0C 128 KB, 1.8 GHz.
-    """
+    """An Ascend-like machine. Defaults: the A2/A3 numbers (24 AIC + 48 AIV cores, UB 192 KB,
+    L1 512 KB, L0A/L0B 64 KB, L0C 128 KB, 1.8 GHz, L2 192 MB)."""
 
     name: str = "A2A3"
+    # cores and local memories (bytes)
     aic_cores: int = 24
     aiv_cores: int = 48
     ub_bytes: int = 192 * 1024
@@ -22,15 +41,72 @@ class MachineModel:
     l0b_bytes: int = 64 * 1024
     l0c_bytes: int = 128 * 1024
     clock_ghz: float = 1.8
-    max_sched_aicpu: int = 5
+    max_sched_aicpu: int = 5  # schedule threads usable on A2/A3 (launch_sched_aicpu_num is capped to it)
+    # memory system: bytes per cycle and latencies in cycles
+    l2_bytes: int = 192 * 1024 * 1024
+    gm_read_bw: float = 32.0  # GM (HBM) -> UB / L1, per core
+    l2_read_bw: float = 110.0  # L2 hit -> UB / L1
+    gm_read_latency: int = 1400
+    l2_read_latency: int = 300
+    gm_write_bw: float = 64.0  # UB / L0C -> GM
+    gm_write_latency: int = 300
+    l1_to_l0a_bw: float = 512.0
+    l1_to_l0b_bw: float = 256.0
+    # compute
+    vector_costs: dict = field(default_factory=_vector_table, compare=False, hash=False)
+    vector_default: tuple = (10, 128)
+    cube_macs_per_cycle: dict = field(default_factory=lambda: {1: 8192, 2: 4096, 4: 1024},
+                                      compare=False, hash=False)  # by operand itemsize
+    cube_latency: int = 20
+    dynamic_op_overhead: int = 24  # scalar cycles per op of dynamic-shape code (tails; no valid_shape_optimize)
+    # AICPU (control and schedule threads) and launch
+    root_stitch_cycles: int = 1500  # control AICPU: evaluate one root instance's expressions and stitch it
+    device_task_build_cycles: int = 4000  # control AICPU: finish a device task before submitting it
+    submit_cycles: int = 100  # hand a device task to the schedule threads
+    dispatch_cycles: int = 200  # schedule thread: send one task to a core
+    completion_cycles: int = 240  # schedule thread: notice a finished task
+    resolve_cycles: int = 390  # schedule thread: resolve the successors of a finished task
+    fair_extra_cycles: int = 150  # device_sched_mode 2/3: extra bookkeeping per dispatch
+    wait_device_cycles: int = 2000  # control AICPU: handshake when control flow waits for device data
+    launch_cycles: int = 20000  # AI cores start after launch; launch_early_mode=1 overlaps control with it
 
     def capacity(self, mem: str) -> int:
         """Bytes of the local memory level ``mem`` ("UB", "L1", "L0A", "L0B", "L0C")."""
         return {"UB": self.ub_bytes, "L1": self.l1_bytes, "L0A": self.l0a_bytes, "L0B": self.l0b_bytes,
                 "L0C": self.l0c_bytes}[mem]
 
+    def cycles_to_us(self, cycles: float) -> float:
+        return cycles / (self.clock_ghz * 1000.0)
+
+    def with_(self, **kw) -> "MachineModel":
+        return replace(self, **kw)
+
 
 A2A3 = MachineModel()
-SMALL = MachineModel("small", aic_cores=2, aiv_cores=4, ub_bytes=16 * 1024, l1_bytes=64 * 1024,
-                     l0a_bytes=8 * 1024, l0b_bytes=8 * 1024, l0c_bytes=16 * 1024)
+SMALL = MachineModel("small", aic_cores=2, aiv_cores=4, ub_bytes=64 * 1024, l1_bytes=128 * 1024,
+                     l0a_bytes=32 * 1024, l0b_bytes=32 * 1024, l0c_bytes=64 * 1024, l2_bytes=256 * 1024,
+                     max_sched_aicpu=3)
 MACHINES = {"A2A3": A2A3, "small": SMALL}
+
+_current = {"machine": A2A3}
+
+
+def machine_model(machine) -> MachineModel:
+    """A MachineModel from a name in MACHINES or a MachineModel."""
+    if isinstance(machine, MachineModel):
+        return machine
+    if machine in MACHINES:
+        return MACHINES[machine]
+    from ..errors import OptionError
+
+    raise OptionError("unknown machine model", expected="one of " + ", ".join(MACHINES) + " or a MachineModel",
+                      got=repr(machine), param="machine")
+
+
+def set_machine(machine) -> None:
+    """Choose the machine model compiles (buffer capacities) and timing simulations use."""
+    _current["machine"] = machine_model(machine)
+
+
+def current_machine() -> MachineModel:
+    return _current["machine"]

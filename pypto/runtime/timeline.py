@@ -1,0 +1,179 @@
+"""Timelines: what the timing simulator produced, with stats and a Chrome-trace export.
+
+Times are in cycles of the simulated machine; the Chrome trace (Perfetto, chrome://tracing)
+converts them to microseconds at the machine's clock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TaskEvent:
+    """One leaf-function instance (one tile) run on one core."""
+
+    task: int
+    core: str  # e.g. "AIV3"
+    core_type: str  # "AIC" or "AIV"
+    leaf: str
+    root: int  # root-instance sequence number
+    root_function: str
+    loop_indices: tuple  # ((index name, value), ...)
+    device_task: int
+    thread: int  # schedule AICPU thread that dispatched it
+    start: int
+    end: int
+    pipes: tuple  # ((pipe, busy cycles), ...)
+    l2_hits: int = 0
+    variant: str = ""
+
+    @property
+    def duration(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class AicpuEvent:
+    """A span of AICPU work: the control thread (stitch, submit, wait) or a schedule thread."""
+
+    thread: str  # "control" or "sched<i>"
+    name: str
+    start: int
+    end: int
+    detail: str = ""
+
+
+@dataclass(eq=False)
+class Timeline:
+    """A simulated schedule: ``events`` (one per task), ``deps`` (task -> task edges),
+    ``aicpu`` spans, the ``options`` and ``machine`` it was simulated with, and ``stats``."""
+
+    events: list
+    deps: list  # (from task, to task, "RAW"|"WAR"|"WAW")
+    aicpu: list
+    machine: object
+    options: dict
+    device_tasks: int
+    extra_stats: dict = field(default_factory=dict)
+    version: int = FORMAT_VERSION
+
+    @cached_property
+    def stats(self) -> dict:
+        """makespan_cycles, tasks, device_tasks, critical_path_cycles, utilization per core type,
+        bubbles (idle gaps between tasks on a core), and the simulator's extra counters."""
+        ev = self.events
+        makespan = max((e.end for e in ev), default=0)
+        makespan = max(makespan, max((a.end for a in self.aicpu), default=0))
+        m = self.machine
+        busy = {"AIC": 0, "AIV": 0}
+        per_core: dict = {}
+        for e in ev:
+            busy[e.core_type] += e.duration
+            per_core.setdefault(e.core, []).append(e)
+        counts = {"AIC": m.aic_cores, "AIV": m.aiv_cores}
+        util = {k: (busy[k] / (counts[k] * makespan) if makespan and counts[k] else 0.0) for k in busy}
+        gaps, gap_count = 0, 0
+        for core, items in per_core.items():
+            items.sort(key=lambda e: e.start)
+            for a, b in zip(items, items[1:]):
+                if b.start > a.end:
+                    gaps += b.start - a.end
+                    gap_count += 1
+        return {"makespan_cycles": makespan, "makespan_us": m.cycles_to_us(makespan), "tasks": len(ev),
+                "device_tasks": self.device_tasks, "critical_path_cycles": self.critical_path_cycles,
+                "utilization": util, "busy_cycles": busy, "cores_used": len(per_core),
+                "bubbles": {"cycles": gaps, "count": gap_count}, **self.extra_stats}
+
+    @cached_property
+    def critical_path_cycles(self) -> int:
+        """Longest chain of task durations along the dependency edges."""
+        longest = {}
+        succ: dict = {}
+        for i, j, _ in self.deps:
+            succ.setdefault(i, []).append(j)
+        order = sorted(self.events, key=lambda e: e.start)
+        dur = {e.task: e.duration for e in self.events}
+        for e in order:
+            longest.setdefault(e.task, dur[e.task])
+        for e in order:
+            base = longest[e.task]
+            for j in succ.get(e.task, ()):
+                if j in dur:
+                    longest[j] = max(longest.get(j, dur[j]), base + dur[j])
+        return max(longest.values(), default=0)
+
+    def to_chrome_trace(self) -> dict:
+        """The timeline in Chrome Trace Event format (µs): one process per core type and one for
+        the AICPU, one thread per core, flow events for dependencies, task details in args."""
+        us = self.machine.cycles_to_us
+        out = []
+        pids = {"AIC": 1, "AIV": 2, "AICPU": 3}
+        for name, pid in pids.items():
+            out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}})
+        tids: dict = {}
+
+        def tid(pid, lane):
+            key = (pid, lane)
+            if key not in tids:
+                tids[key] = len(tids) + 1
+                out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tids[key], "args": {"name": lane}})
+            return tids[key]
+
+        by_task = {}
+        for e in sorted(self.events, key=lambda e: (e.core_type, _core_no(e.core), e.start)):
+            pid = pids[e.core_type]
+            t = tid(pid, e.core)
+            by_task[e.task] = (pid, t, e)
+            out.append({"ph": "X", "name": e.leaf, "cat": e.core_type, "pid": pid, "tid": t, "ts": us(e.start),
+                        "dur": max(us(e.duration), 0.001),
+                        "args": {"task": e.task, "root": e.root, "root_function": e.root_function,
+                                 "device_task": e.device_task, "loop": dict(e.loop_indices),
+                                 "thread": e.thread, "cycles": e.duration, "pipes": dict(e.pipes),
+                                 "l2_hits": e.l2_hits, "variant": e.variant}})
+        for a in self.aicpu:
+            t = tid(pids["AICPU"], a.thread)
+            out.append({"ph": "X", "name": a.name, "cat": "AICPU", "pid": pids["AICPU"], "tid": t,
+                        "ts": us(a.start), "dur": max(us(a.end - a.start), 0.001), "args": {"detail": a.detail}})
+        for n, (i, j, kind) in enumerate(self.deps):
+            if i not in by_task or j not in by_task:
+                continue
+            pi, ti, ei = by_task[i]
+            pj, tj, ej = by_task[j]
+            out.append({"ph": "s", "id": n, "name": kind, "cat": "dep", "pid": pi, "tid": ti, "ts": us(ei.end)})
+            out.append({"ph": "f", "id": n, "name": kind, "cat": "dep", "pid": pj, "tid": tj, "ts": us(ej.start),
+                        "bp": "e"})
+        return {"traceEvents": out, "displayTimeUnit": "ns",
+                "otherData": {"version": self.version, "machine": self.machine.name,
+                              "options": {k: _jsonable(v) for k, v in self.options.items()}}}
+
+    def save(self, path) -> str:
+        """Write the Chrome trace JSON to ``path`` (open it in Perfetto or chrome://tracing)."""
+        with open(path, "w") as f:
+            json.dump(self.to_chrome_trace(), f)
+        return str(path)
+
+    def __repr__(self) -> str:
+        s = self.stats
+        util = ", ".join(f"{k} {v:.0%}" for k, v in s["utilization"].items())
+        return (f"<Timeline {s['tasks']} tasks, {s['device_tasks']} device task(s), makespan "
+                f"{s['makespan_cycles']} cycles ({s['makespan_us']:.1f} µs), utilization {util}>")
+
+
+def _core_no(core: str) -> int:
+    digits = "".join(ch for ch in core if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def _jsonable(v):
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    if isinstance(v, (list, tuple, frozenset, set)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return str(v)
