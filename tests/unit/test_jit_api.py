@@ -126,7 +126,7 @@ def test_run_record_fields():
     assert first.cache_hit is False and first.compile_seconds > 0 and first.run_seconds > 0
     _run(kernel, n=30)
     assert kernel.last_run.cache_hit is True and kernel.last_run.compile_seconds == 0.0
-    assert kernel.last_run.timeline is None
+    assert kernel.last_run.timeline.stats["tasks"] >= 1  # simulated on first access
 
 
 def test_returned_tensors_have_runtime_shapes():
