@@ -21,7 +21,7 @@ from collections import Counter
 
 from . import expr as E
 from .dot import _Dot, _q, program_to_dot
-from .graph import Branch, Loop, Op, iter_ops
+from .graph import Block, Branch, Loop, Op, iter_ops
 
 MAX_NODES = 400  # what the renderers aim for; no output goes past HARD_LIMIT
 HARD_LIMIT = 500
@@ -122,10 +122,12 @@ class Plan:
         self._inst: dict = {}
         if total <= limit:
             self.summarised = False
-            self.drawn = [(ci, 1, [(i, 1, 1) for i in range(len(c))], len(c)) for ci, c in enumerate(clusters)]
+            self.drawn = [(ci, 1, [(i, 1, 1) for i in range(len(c))], len(c))
+                          for ci, c in enumerate(clusters)]
         else:
             self.summarised = True
-            cgroups = collapse([cluster_key(ci) for ci in range(n)], 4) if cluster_key else [(ci, 1, 1) for ci in range(n)]
+            cgroups = (collapse([cluster_key(ci) for ci in range(n)], 4) if cluster_key
+                       else [(ci, 1, 1) for ci in range(n)])
             shown = []  # (ci, repeats, [instance cluster indices])
             for start, p, r in cgroups:
                 for j in range(p):
@@ -173,8 +175,9 @@ class Plan:
         return self._node[ci, ii]
 
     def carried(self, a, b) -> bool:
+        """Do items ``a`` and ``b`` (``(ci, ii)``) sit in two instances of one pattern of a cluster?"""
         ia, ib = self._inst.get(a), self._inst.get(b)
-        return ia is not None and ib is not None and ia[0] == ib[0] and ia[1] != ib[1]
+        return a[0] == b[0] and ia is not None and ib is not None and ia[0] == ib[0] and ia[1] != ib[1]
 
     def rest_node(self, ci, rest, what: str, name_of, pad: str) -> list:
         items = self.clusters[ci][rest:]
@@ -267,8 +270,8 @@ class _SummaryDot(_Dot):
                 if isinstance(item, Loop):
                     for factor, body in zip(item.factors, item.bodies):
                         extra = f" unroll {factor}" if len(item.factors) > 1 else ""
-                        self.open(f"loop {item.index} in [{E.render(item.start)}, {E.render(item.stop)}){extra}",
-                                  inner, "#eef7ee")
+                        bounds = f"[{E.render(item.start)}, {E.render(item.stop)})"
+                        self.open(f"loop {item.index} in {bounds}{extra}", inner, "#eef7ee")
                         self.region(body, inner + "  ")
                         self.lines.append(inner + "}")
                 else:
@@ -279,19 +282,12 @@ class _SummaryDot(_Dot):
     def more(self, items, pad):
         kinds = []
         for it in items:
-            kinds += [op.kind for op in (iter_ops(_Body(it)) if isinstance(it, Loop) else [it])]
+            kinds += [op.kind for op in (iter_ops(Block((it,))) if isinstance(it, Loop) else [it])]
         self.cluster += 1
         label = f"… {len(kinds)} more ops\n{_tally(kinds)}"
         self.lines.append(f'{pad}more{self.cluster} [label={_q(label)}, shape=note, style=filled, '
                           f'fillcolor="{_MORE}"];')
         self.nodes += 1
-
-
-class _Body:
-    """A loop seen as a region, to count the ops under it."""
-
-    def __init__(self, loop):
-        self.items = (loop,)
 
 
 def tensor_dot(program) -> str:
@@ -429,7 +425,8 @@ def leaves_dot(leaves) -> str:
 
 
 def _leaf_note(leaf, max_lines: int = 12) -> str:
-    rows = [f"P{p} {role} {dtype.short}{E.render_dims(shape)}" for p, (role, dtype, shape) in enumerate(leaf.params)]
+    rows = [f"P{p} {role} {dtype.short}{E.render_dims(shape)}"
+            for p, (role, dtype, shape) in enumerate(leaf.params)]
     bufs = [f"{b.name} {b.mem} @0x{b.offset:x} {b.nbytes} B ops {b.first}..{b.last}" for b in leaf.buffers]
     if len(bufs) > max_lines:
         more = leaf.buffers[max_lines - 1:]
@@ -522,9 +519,10 @@ def codegen_dot(sources, leaves=None) -> str:
         src = sources[leaf_name]
         variants = list(getattr(src, "variants", None) or {})
         body = str(variants and src.variants[variants[0]] or src)
-        instr = [ln.split()[0] for ln in body.splitlines() if ln.strip() and not ln.lstrip().startswith(("//", "for "))]
+        instr = [ln.split()[0] for ln in body.splitlines()
+                 if ln.strip() and not ln.lstrip().startswith(("//", "for "))]
         label = f"{leaf_name}\n{len(instr)} instructions" + (f" · {'/'.join(variants)}" if variants else "")
-        label += "\n" + _tally(instr, 4)
+        label += "\n" + _tally(instr)
         return f'{name} [label={_q(label)}, style="rounded,filled", fillcolor="{_fill(core(leaf_name))}"];'
 
     lines = []

@@ -27,16 +27,23 @@ def build_root(name, subgraphs, leaves, new_id, tile_graph) -> RootFunction:
     for sg, leaf in zip(subgraphs, leaves):
         args, writes = call_args(sg, leaf)
         calls.append(CallOp(next(_CALL_IDS), leaf, sg.grid, args, writes, sg.id, sg.ops[0].loc))
-    deps = []
-    for j, cj in enumerate(calls):
-        rj = {a.value.id for k, a in enumerate(cj.args) if k not in cj.writes}
-        wj = {cj.args[k].value.id for k in cj.writes}
-        for i in range(j):
-            ci = calls[i]
-            ri = {a.value.id for k, a in enumerate(ci.args) if k not in ci.writes}
-            wi = {ci.args[k].value.id for k in ci.writes}
-            if wi & (rj | wj) or ri & wj:
-                deps.append((i, j))
+    # each call depends on the last writer of what it touches and, when it writes, on the readers
+    # since that write: every conflicting pair is ordered, transitively, with few edges
+    deps, last_write, readers = set(), {}, {}
+    for j, c in enumerate(calls):
+        reads = {a.value.id for k, a in enumerate(c.args) if k not in c.writes}
+        writes = {c.args[k].value.id for k in c.writes}
+        for v in reads | writes:
+            if v in last_write:
+                deps.add((last_write[v], j))
+        for v in writes:
+            deps |= {(i, j) for i in readers.get(v, ()) if i != j}
+        for v in reads:
+            readers.setdefault(v, set()).add(j)
+        for v in writes:
+            last_write[v] = j
+            readers[v] = set()
+    deps = sorted(deps)
     return RootFunction(name, tuple(calls), tuple(deps), tile_graph, tuple(subgraphs))
 
 

@@ -31,10 +31,11 @@ class _Groups:
             g = self.parent[g]
         return g
 
-    def depends(self, g, h) -> bool:
-        """Does group g depend (transitively) on group h?"""
-        g, h = self.find(g), self.find(h)
-        seen, stack = {g}, [g]  # a walk: unions after add_deps leave the stored closure stale
+    def depends_any(self, sources, h) -> bool:
+        """Does any group in ``sources`` depend (transitively) on group ``h``? One walk for all."""
+        h = self.find(h)
+        stack = [self.find(g) for g in sources]
+        seen = set(stack)
         while stack:
             for x in self.deps[stack.pop()]:
                 x = self.find(x)
@@ -52,10 +53,9 @@ class _Groups:
             self.deps[a] |= self.deps.pop(b)
 
     def add_deps(self, g, hs):
+        """Record that group g runs after each group in hs (direct edges; walks find the rest)."""
         g = self.find(g)
-        for h in hs:
-            h = self.find(h)
-            self.deps[g] |= {h} | {self.find(x) for x in self.deps[h]}
+        self.deps[g] |= {self.find(h) for h in hs} - {g}
 
 
 def _same_tiles(p, a) -> bool:
@@ -70,7 +70,10 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
     group_of: dict = {}
     ub_reads: set = set()  # (op id, input index)
     need_gm = set(gm_values) | written
-    touched: dict = {}  # GM value id -> [(group, is_write)]: the order partition will enforce
+    # per GM value: its last writer group and the groups that read it since (the order partition
+    # will enforce; older accesses are ordered transitively through these)
+    last_write: dict = {}
+    readers: dict = {}
     for op in ops:
         gid = groups.new(op.id)
         group_of[op.id] = gid
@@ -80,10 +83,12 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
         gm_writes = [a.value.id for a in op.outputs] if op.kind in ("copy_out", "reshape") else []
         hazard = set()
         for a in op.inputs:
-            if producer.get(a.value.id) is None or a.value.id in written:
-                hazard |= {h for h, w in touched.get(a.value.id, ()) if w}
+            if (producer.get(a.value.id) is None or a.value.id in written) and a.value.id in last_write:
+                hazard.add(last_write[a.value.id])
         for v in gm_writes:
-            hazard |= {h for h, _ in touched.get(v, ())}
+            if v in last_write:
+                hazard.add(last_write[v])
+            hazard |= readers.get(v, set())
         for k, a in enumerate(op.inputs):
             p = producer.get(a.value.id)
             if p is None:
@@ -100,8 +105,8 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
             g = group_of[pop.id]
             # fusing g would close a cycle through GM when another group this op reads depends on g
             # (or g is read through GM too): g's tiles would be read inside one batched leaf
-            if groups.find(g) in {groups.find(h) for h in gm_groups} or any(
-                    h != groups.find(g) and groups.depends(h, g) for h in inputs_of):
+            if groups.find(g) in {groups.find(h) for h in gm_groups} or groups.depends_any(
+                    [h for h in inputs_of if h != groups.find(g)], g):
                 gm_groups.add(g)  # keep this edge in GM
                 need_gm.add(op.inputs[k].value.id)
                 continue
@@ -112,9 +117,10 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
         groups.add_deps(gid, {h for h in gm_groups | hazard if groups.find(h) != gid})
         for k, a in enumerate(op.inputs):
             if (op.id, k) not in ub_reads:
-                touched.setdefault(a.value.id, []).append((gid, False))
+                readers.setdefault(a.value.id, set()).add(gid)
         for v in gm_writes:
-            touched.setdefault(v, []).append((gid, True))
+            last_write[v] = gid
+            readers[v] = set()
         for a in op.outputs:
             producer[a.value.id] = (op, a)
 

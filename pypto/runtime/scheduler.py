@@ -69,7 +69,7 @@ class _Tasks:
             self.elems.append(tuple(elems[i].tolist()))
             self.reads.append(tuple((k, keys[k], tuple(offsets[k][i].tolist())) for k in range(len(call.args))
                                     if k not in call.writes))
-            self.writes.append(tuple((keys[k], tuple(offsets[k][i].tolist())) for k in call.writes))
+            self.writes.append(tuple((k, keys[k], tuple(offsets[k][i].tolist())) for k in call.writes))
             self.full.append(bool(full[i]))
             self.dynamic.append(symbolic and not (vso and full[i]))
             self.succ.append([])
@@ -79,12 +79,19 @@ class _Tasks:
             self._depend(first, m, keys[k], offsets[k], offsets[k] + valid[k], k in call.writes)
 
     def _depend(self, first, m, key, lo, hi, write):
-        records = self._regions.setdefault(key, [])
+        """Edges from earlier accesses of GM buffer ``key`` whose tiles overlap these (m tiles).
+
+        Earlier accesses are kept sorted by where they start in dim 0, so only those that can
+        reach this access's rows are compared: a long loop over disjoint rows stays linear.
+        """
+        index = self._regions.setdefault(key, _RegionIndex())
         blo, bhi = lo.min(axis=0), hi.max(axis=0)
-        for pfirst, plo, phi, pwrite in records:
+        kinds = None
+        for pfirst, plo, phi, pwrite, pblo, pbhi in index.candidates(int(blo[0]) if len(blo) else 0,
+                                                                    int(bhi[0]) if len(bhi) else 1):
             if not (pwrite or write):
                 continue
-            if not (np.all(plo.min(axis=0) < bhi) and np.all(blo < phi.max(axis=0))):
+            if not (all(a < b for a, b in zip(pblo, bhi)) and all(a < b for a, b in zip(blo, pbhi))):
                 continue
             overlap = np.all((plo[:, None, :] < hi[None, :, :]) & (lo[None, :, :] < phi[:, None, :]), axis=2)
             kind = "RAW" if pwrite and not write else ("WAR" if write and not pwrite else "WAW")
@@ -95,7 +102,34 @@ class _Tasks:
                 self.succ[a].append(b)
                 self.npred[b] += 1
                 self.edges.append((a, b, kind))
-        records.append((first, lo, hi, write))
+        del kinds
+        index.add((first, lo, hi, write, blo.tolist(), bhi.tolist()))
+
+
+class _RegionIndex:
+    """Accesses of one GM buffer, sorted by their first row (dim 0) for range queries."""
+
+    def __init__(self):
+        self.starts: list = []
+        self.items: list = []
+        self.longest = 0
+
+    def candidates(self, lo0: int, hi0: int):
+        import bisect
+
+        a = bisect.bisect_left(self.starts, lo0 - self.longest)
+        b = bisect.bisect_left(self.starts, hi0)
+        return self.items[a:b]
+
+    def add(self, item):
+        import bisect
+
+        start = int(item[4][0]) if item[4] else 0
+        end = int(item[5][0]) if item[5] else 1
+        self.longest = max(self.longest, end - start)
+        i = bisect.bisect_right(self.starts, start)
+        self.starts.insert(i, start)
+        self.items.insert(i, item)
 
 
 class _L2:
@@ -213,6 +247,8 @@ class _Sim:
     # ---- control AICPU -------------------------------------------------------------------------
     def on_CTRL(self, t, _):
         t = max(t, self.ctrl_time)
+        if self.cur_dt is not None and self.cores_idle(t):  # the cores went idle during the last stitch
+            t = self.submit(t)
         while self.pos < len(self.roots):
             item = self.roots[self.pos]
             if item is None:  # flush
@@ -241,8 +277,12 @@ class _Sim:
                 self.dt_tasks[self.cur_dt].append(k)
             self.dt_roots += 1
             self.pos += 1
-            if self.dt_roots >= self.max_roots or self.cores_idle(t):
+            if self.dt_roots >= self.max_roots:
                 t = self.submit(t)
+            # one root per event: the device's progress up to t is known before the next decision
+            self.ctrl_time = t
+            self.push(t, "CTRL")
+            return
         t = self.submit(t)
         self.ctrl_time = t
 
@@ -314,7 +354,7 @@ class _Sim:
                 if slot == "run":
                     self.start(core, k, max(t0, core.free_at), th)
                 else:
-                    core.pending = (k, th)
+                    core.pending = (k, th, t0)  # starts when the core frees, not before its dispatch
         if t0 > began:
             self.aicpu.append(AicpuEvent(f"sched{th}", "dispatch", int(began), int(t0)))
         self.thread_free[th] = t0
@@ -374,8 +414,9 @@ class _Sim:
                                      self.lowered.roots[root[1]].name, _loop_indices(self.lowered, root[2]),
                                      self.task_dt[k], thread, int(start), int(end), pipes, hits,
                                      ("main" if tasks.full[k] else "tail") if self.vso else ""))
-        for key, lo in tasks.writes[k]:
-            self.l2.touch((key, lo), 0)
+        leaf = tasks.leaf[k]
+        for argk, key, lo in tasks.writes[k]:  # written tiles occupy L2 like read ones
+            self.l2.touch((key, lo), tasks.elems[k][argk] * leaf.params[argk][1].itemsize)
         self.finished += 1
         self.outstanding -= 1
         core.running = None
@@ -389,9 +430,9 @@ class _Sim:
                                      f"task {k}"))
         self.thread_free[owner] = tt
         if core.pending is not None:
-            pk, pth = core.pending
+            pk, pth, pt = core.pending
             core.pending = None
-            self.start(core, pk, t, pth)
+            self.start(core, pk, max(t, pt), pth)
         for j in succ:
             self.npred[j] -= 1
             if self.npred[j] == 0 and self.task_dt[j] >= 0 and self.dt_submitted[self.task_dt[j]]:

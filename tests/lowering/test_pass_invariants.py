@@ -243,3 +243,29 @@ def test_memory_check_rejects_a_vector_op_reading_gm():
         C.check_memory([[_op(1, "exp", [_acc(x, "GM")], [_acc(y, "UB")])]])
     with pytest.raises(AssertionError, match="cube op"):
         C.check_memory([[_op(1, "matmul", [_acc(x, "UB"), _acc(y, "L0B")], [_acc(y, "L0C")], core="AIC")]])
+
+
+def test_partition_check_rejects_a_subgraph_reading_back_its_own_gm_write():
+    x, y = _value(1, "x"), _value(2, "y")
+    ops = (_op(1, "copy_in", [_acc(x, "GM")], [_acc(x, "UB")]),
+           _op(2, "copy_out", [_acc(x, "UB")], [_acc(y, "GM")]),
+           _op(3, "copy_in", [_acc(y, "GM", axis=(1, 0))], [_acc(y, "UB", axis=(1, 0))]),
+           _op(4, "copy_out", [_acc(y, "UB", axis=(1, 0))], [_acc(x, "GM")]))
+    with pytest.raises(AssertionError, match="after the same subgraph wrote it"):
+        C.check_partition([ops], [[Subgraph(0, ops, (2, 2), "AIV")]])
+    split = [Subgraph(0, ops[:2], (2, 2), "AIV"), Subgraph(1, ops[2:], (2, 2), "AIV")]
+    C.check_partition([ops], [split])
+    with pytest.raises(AssertionError, match="precedes it in program order"):
+        C.check_partition([ops], [split[::-1]])
+
+
+def test_roots_check_rejects_a_missing_dependency():
+    x, y = _value(1, "x"), _value(2, "y")
+    leaf = LeafFunction("leaf", "AIV", (), (("in", FP32, (32, 32)), ("out", FP32, (32, 32))),
+                        MappingProxyType({}), (), "h", 2)
+    write_y = CallOp(1, leaf, (2, 2), (_acc(x, "GM"), _acc(y, "GM")), (1,), 0)
+    read_y = CallOp(2, leaf, (2, 2), (_acc(y, "GM"), _acc(x, "GM")), (1,), 1)
+    sgs = [Subgraph(i, (), (2, 2), "AIV") for i in range(2)]
+    C.check_roots([RootFunction("r", (write_y, read_y), ((0, 1),))], [sgs])
+    with pytest.raises(AssertionError, match="does not depend"):
+        C.check_roots([RootFunction("r", (write_y, read_y), ())], [sgs])
