@@ -146,6 +146,8 @@ class JitFunction:
         self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled, verify=report,
                                   simulator=_simulator(compiled, opts))
         self.call_log.append(CallLogEntry(hit, entry.key, reason, t2 - t0))
+        for listener in _CALL_LISTENERS:
+            listener(self)
         if results is None or compiled.returns is None:
             return None
         if compiled.returns == "tensor":
@@ -330,6 +332,19 @@ def _closure_key(fn):
         if isinstance(v, _SIMPLE) or (isinstance(v, tuple) and all(isinstance(x, _SIMPLE) for x in v)):
             out.append(_freeze(v))
     return tuple(out)
+
+
+_CALL_LISTENERS: list = []  # callables(kernel) notified after every successful call (the lab uses it)
+
+
+def add_call_listener(fn) -> None:
+    """Call ``fn(kernel)`` after every successful kernel call (until `remove_call_listener`)."""
+    _CALL_LISTENERS.append(fn)
+
+
+def remove_call_listener(fn) -> None:
+    if fn in _CALL_LISTENERS:
+        _CALL_LISTENERS.remove(fn)
 
 
 _TORCH_DT: dict = {}
