@@ -53,6 +53,11 @@ class CompiledKernel:
         """The Tensor Graph as Graphviz DOT."""
         return self.passes[0].to_dot()
 
+    def _repr_html_(self) -> str:
+        from .display import compiled_html
+
+        return compiled_html(self)
+
     def __repr__(self) -> str:
         return (f"<CompiledKernel {self.name} [{self.key_text}] {len(self.passes)} stage(s), "
                 f"compiled in {self.compile_seconds * 1e3:.1f} ms>")
@@ -90,6 +95,11 @@ class CacheInfo:
     @property
     def currsize(self) -> int:
         return len(self.entries)
+
+    def _repr_html_(self) -> str:
+        from .display import cache_info_html
+
+        return cache_info_html(self)
 
     def __str__(self) -> str:
         lines = [f"CacheInfo(hits={self.hits}, misses={self.misses}, versions={len(self.entries)})"]

@@ -157,6 +157,11 @@ class Timeline:
             json.dump(self.to_chrome_trace(), f)
         return str(path)
 
+    def _repr_html_(self) -> str:
+        from ..display import timeline_html
+
+        return timeline_html(self)
+
     def __repr__(self) -> str:
         s = self.stats
         util = ", ".join(f"{k} {v:.0%}" for k, v in s["utilization"].items())

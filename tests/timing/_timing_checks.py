@@ -9,7 +9,7 @@ import math
 import pypto
 
 
-def check_invariants(tl):
+def check_invariants(tl, expected_tasks=None):
     """Every schedule must satisfy these, whatever the options: no overlap on a core, every
     dependency respected, each task exactly once, busy time and events within the makespan."""
     stats = tl.stats
@@ -18,6 +18,9 @@ def check_invariants(tl):
     ids = [e.task for e in events]
     assert len(ids) == len(set(ids)), "a task was scheduled more than once"
     assert len(events) == stats["tasks"]
+    assert sorted(ids) == list(range(len(ids))), "task ids are not 0..n-1: a task is missing"
+    if expected_tasks is not None:
+        assert stats["tasks"] == expected_tasks, f"{stats['tasks']} tasks simulated, {expected_tasks} expected"
     by_task = {e.task: e for e in events}
     # every task the dependency edges mention was scheduled
     for i, j, kind in tl.deps:
@@ -36,6 +39,17 @@ def check_invariants(tl):
             assert b.start >= a.end, f"{core}: task {b.task} starts at {b.start} while {a.task} runs until {a.end}"
         busy = sum(e.duration for e in items)
         assert busy <= makespan, f"{core} busy {busy} > makespan {makespan}"
+    # a task starts after the cores launched and after its device task was submitted
+    submitted = {}
+    for a in tl.aicpu:
+        if a.thread == "control" and a.name == "submit":
+            dt = int(a.detail.split(":")[0].split()[-1])
+            assert dt not in submitted, f"device task {dt} submitted twice"
+            submitted[dt] = a.end
+    assert len(submitted) == stats["device_tasks"]
+    for e in events:
+        assert e.start >= tl.machine.launch_cycles
+        assert e.start >= submitted[e.device_task], f"task {e.task} starts before device task {e.device_task}"
     lanes: dict = {}
     for a in tl.aicpu:
         assert 0 <= a.start <= a.end <= makespan
@@ -49,6 +63,10 @@ def check_invariants(tl):
         assert 0.0 <= v <= 1.0
     assert stats["critical_path_cycles"] <= makespan
     assert sum(stats["dispatches_per_thread"]) == stats["tasks"]
+    threads = min(int(tl.options.get("launch_sched_aicpu_num", 7)), tl.machine.max_sched_aicpu)
+    assert len(stats["dispatches_per_thread"]) == threads
+    assert all(0 <= e.thread < threads for e in events)
+    assert 0 <= stats["device_tasks"] and all(0 <= e.device_task < stats["device_tasks"] for e in events)
     assert 0.0 <= stats["l2_hit_rate"] <= 1.0
     assert stats["control_wait_cycles"] >= 0
     return tl
@@ -56,12 +74,15 @@ def check_invariants(tl):
 
 @contextlib.contextmanager
 def machine(name):
-    """Use machine model ``name`` inside the block; always restore the default A2A3."""
+    """Use machine model ``name`` inside the block; always restore the one before (A2A3 by default)."""
+    from pypto.runtime.machine import current_machine
+
+    before = current_machine()
     pypto.set_machine(name)
     try:
         yield
     finally:
-        pypto.set_machine("A2A3")
+        pypto.set_machine(before)
 
 
 def span_cycles(tl, thread, name):
