@@ -94,10 +94,10 @@ def test_checker_accepts_the_real_schedule(good):
 def test_checker_rejects_overlap_on_a_core(good):
     evs = sorted(good.events, key=lambda e: (e.core, e.start))
     a, b = next((a, b) for a, b in zip(evs, evs[1:]) if a.core == b.core)
-    moved = dataclasses.replace(b, start=a.start + 1, end=a.start + 1 + b.duration)
-    events = [moved if e is b else e for e in good.events]
+    longer = dataclasses.replace(a, end=b.start + 1)  # a now runs into b on the same core
+    events = [longer if e is a else e for e in good.events]
     with pytest.raises(AssertionError, match="while"):
-        C.check_invariants(_broken(good, events=events))
+        C.check_invariants(_broken(good, events=events, deps=[]))
 
 
 def test_checker_rejects_a_violated_dependency(good):
