@@ -244,15 +244,52 @@ class Expander:
             ax = [row_axis, None] if (is_a and not trans) or (not is_a and trans) else [None, row_axis]
             return self.access(v, shp + mn, axes + ax, grid)
 
-        ins = [operand(a, R - 2, mt, at, True), operand(b, R - 1, nt, bt, False)]
-        if "bias" in op.attrs:
-            bias = op.inputs[op.attrs["bias"]]
-            ins.append(self.access(bias, [1] * (bias.rank - 1) + [nt], [None] * (bias.rank - 1) + [R - 1], grid))
         attrs = dict(op.attrs)
         attrs["k_tile"] = cube[1][0] if cube else 64
         attrs["k_l1"] = cube[1][1] if cube else 256
         attrs["k_dims"] = (-2 if at else -1, -1 if bt else -2)  # where K sits in each operand
+        if cube and cube[3] and not (isinstance(K, int) and K <= attrs["k_l1"]):
+            return self.matmul_split_k(op, operand, grid, tile, K, attrs)
+        ins = [operand(a, R - 2, mt, at, True), operand(b, R - 1, nt, bt, False)]
+        if "bias" in op.attrs:
+            bias = op.inputs[op.attrs["bias"]]
+            ins.append(self.access(bias, [1] * (bias.rank - 1) + [nt], [None] * (bias.rank - 1) + [R - 1], grid))
         self.emit("matmul", ins, [self.access(out, tile, range(R), grid)], grid, attrs, op, core="AIC")
+
+    def matmul_split_k(self, op, operand, grid, tile, K, attrs):
+        """enable_split_k: one cube task per (output tile, K chunk of kL1) writes a partial product
+        to a GM workspace; a vector task per output tile sums the chunks (then adds the bias)."""
+        a, b, out = op.inputs[0], op.inputs[1], op.outputs[0]
+        R = out.rank
+        kl1 = attrs["k_l1"]
+        kt = E.simplify_dim(E.ceildiv(K, kl1))
+        kgrid = (*grid, kt)
+        ka, kb = operand(a, R - 2, tile[-2], attrs["a_trans"], True), operand(b, R - 1, tile[-1], attrs["b_trans"],
+                                                                                False)
+
+        def chunk(acc, kdim):
+            shape, axis = list(acc.shape), list(acc.axis)
+            shape[kdim], axis[kdim] = kl1, R  # K advances with the new last grid axis
+            return Access(acc.value, None, tuple(shape), acc.base, tuple(axis), acc.extent)
+
+        pdt = DT_INT32 if a.dtype.is_int else DT_FP32
+        part = self.new_value(pdt, (kt, *out.shape), f"{out.name}_splitk")
+        pacc = Access(part, None, (1, *tile), (0,) * (R + 1), (R, *range(R)), part.shape)
+        pattrs = {k: v for k, v in attrs.items() if k != "bias"}
+        self.emit("matmul", [chunk(ka, attrs["k_dims"][0]), chunk(kb, attrs["k_dims"][1])], [pacc], kgrid,
+                  pattrs, op, core="AIC")
+        cin = Access(part, None, (kt, *tile), (0,) * (R + 1), (None, *range(R)), part.shape)
+        target = out
+        if "bias" in op.attrs:
+            target = self.new_value(pdt, out.shape, f"{out.name}_acc")
+        self.emit("sum", [cin], [self.access(target, tile, range(R), grid)], grid,
+                  {"dim": 0, "keepdim": False, "combine": True}, op)
+        if "bias" in op.attrs:
+            bias = op.inputs[op.attrs["bias"]]
+            bacc = self.access(bias, [1] * (bias.rank - 1) + [tile[-1]], [None] * (bias.rank - 1) + [R - 1], grid)
+            flags = (tuple(False for _ in range(R)), tuple([True] * (R - 1) + [False]))
+            self.emit("add", [self.access(target, tile, range(R), grid), bacc], [self.access(out, tile, range(R), grid)],
+                      grid, {"bcast": flags}, op)
 
     def transpose(self, op):
         x, out = op.inputs[0], op.outputs[0]

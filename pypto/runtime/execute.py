@@ -150,6 +150,8 @@ class Runner:
                 dst = self.memory.tensor(a.value, t.root, create=True)
                 off, val = t.offsets[p][m].tolist(), t.valid[p][m].tolist()
                 piece = data[i]
+                while piece.dim() < len(off):  # e.g. a cube result for a [1, m, n] workspace tile
+                    piece = piece.unsqueeze(0)
                 n = [min(v, s, dst.shape[d] - o) for d, (o, v, s) in enumerate(zip(off, val, piece.shape))]
                 if any(x <= 0 for x in n):
                     continue
