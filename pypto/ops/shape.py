@@ -148,8 +148,19 @@ def reshape(input, shape, *, valid_shape=None, inplace=False):
                          expected=f"{old_n} elements ({E.render_dims(v.shape)})",
                          got=f"{new_n} elements ({E.render_dims(new)})", param="shape", loc=loc())
     valid = shape_list(valid_shape, "reshape", "valid_shape") if valid_shape is not None else None
-    return emit("reshape", [input], [(input.dtype, new, valid or new, v)],
+    return emit("reshape", [input], [(input.dtype, new, valid or _reshaped_valid(v, new), v)],
                 {"shape": new, "valid": valid})
+
+
+def _reshaped_valid(v, new):
+    """The valid shape after a reshape that only drops or inserts size-1 dims (a tail tile keeps
+    its valid extents); any other reshape is taken as fully valid."""
+    keep_in = [(s, vs) for s, vs in zip(v.shape, v.valid_shape) if not (isinstance(s, int) and s == 1)]
+    keep_out = [s for s in new if not (isinstance(s, int) and s == 1)]
+    if len(keep_in) != len(keep_out) or any(not dims_equal(a, b) for (a, _), b in zip(keep_in, keep_out)):
+        return new
+    it = iter(vs for _, vs in keep_in)
+    return tuple(1 if (isinstance(s, int) and s == 1) else next(it) for s in new)
 
 
 def squeeze_dims(input, dims, keep):
