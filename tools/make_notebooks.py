@@ -1,0 +1,296 @@
+"""Build and execute the tutorial notebooks (notebooks/*.ipynb) from the cell lists below.
+
+    .venv/bin/python tools/make_notebooks.py          # rebuild and execute all
+    .venv/bin/python tools/make_notebooks.py 00 03    # only these
+
+Cells whose output is a picture or a widget start with ``# NBVAL_IGNORE_OUTPUT``; every other
+text output is compared strictly by ``pytest --nbval`` (tests/nbval_sanitize.cfg normalises
+timings and addresses). Re-run this script whenever pypto or pypto_lab changes what a notebook
+shows.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OUT = ROOT / "notebooks"
+IGNORE = "# NBVAL_IGNORE_OUTPUT\n"
+
+SETUP = """import torch
+import pypto
+import pypto_lab
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=4)"""
+
+NOTEBOOKS = {
+    "00_quickstart": [
+        ("md", """# 00 · Quickstart
+
+A PyPTO kernel is a Python function decorated with `@pypto.jit`. Its tensor parameters are annotated
+with a shape (`pypto.DYNAMIC` dims may change between calls without recompiling) and a dtype.
+pypto compiles it into tiled leaf kernels and runs them on a CPU simulator of an Ascend-like NPU:
+you get the real numbers and a modelled schedule."""),
+        ("code", SETUP),
+        ("md", "## Hello world: a tiled add over a dynamic batch"),
+        ("code", """@pypto.jit
+def add(x: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32),
+        y: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32),
+        out: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(32, 64)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 32)):
+        rows = slice(b * 32, (b + 1) * 32)
+        out[rows, :] = x[rows, :] + y[rows, :]
+
+x, y = torch.randn(100, 64), torch.randn(100, 64)
+out = torch.empty(100, 64)
+add(x, y, out)
+print("matches torch:", torch.allclose(out, x + y))"""),
+        ("md", "A second call with another batch size reuses the compiled kernel: the batch is `DYNAMIC`."),
+        ("code", """x2, y2 = torch.randn(7, 64), torch.randn(7, 64)
+out2 = torch.empty(7, 64)
+add(x2, y2, out2)
+print("matches torch:", torch.allclose(out2, x2 + y2))
+info = add.cache_info()
+print(f"hits={info.hits} misses={info.misses} versions={len(info.entries)}")
+print(info.entries[0].key)"""),
+        ("md", "## What the compiler made of it\n\nThe traced Tensor Graph, with the valid shape that clips the last tile:"),
+        ("code", """compiled = add.inspect(x, y, out)
+print(compiled.text())"""),
+        ("code", """for p in compiled.passes:
+    print(f"{p.name:24} {p.level}")"""),
+        ("md", "One leaf kernel serves every tile; this is its PTO-style listing:"),
+        ("code", """leaf = next(iter(compiled.source))
+print(compiled.source[leaf])"""),
+        ("md", "## The simulated schedule\n\n`add.last_run.timeline` is simulated the first time you look at it."),
+        ("code", """tl = add.last_run.timeline
+s = tl.stats
+print("tasks:", s["tasks"], "| device tasks:", s["device_tasks"])
+print("makespan cycles:", s["makespan_cycles"])"""),
+        ("md", "## The dashboard\n\n`pypto_lab.show(kernel)` opens every stage in one place: graph, passes, code, cache, "
+               "timeline and a Tune tab that re-simulates with other runtime options."),
+        ("code", IGNORE + "pypto_lab.show(add)"),
+    ],
+    "01_dynamic_shapes_and_cache": [
+        ("md", """# 01 · Dynamic shapes and the compile cache
+
+A dim annotated `pypto.DYNAMIC` never recompiles, `pypto.STATIC` compiles a new version per size,
+an int accepts only that size, and `...` makes the remaining dims static. The cache tells you why
+each compile happened."""),
+        ("code", SETUP),
+        ("code", """@pypto.jit
+def scale(x: pypto.Tensor([pypto.DYNAMIC, pypto.STATIC], pypto.DT_FP32),
+          out: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32),
+          factor=2.0):
+    pypto.set_vec_tile_shapes(8, 16)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 8)):
+        out[b * 8:(b + 1) * 8, :] = x[b * 8:(b + 1) * 8, :] * factor
+
+def call(rows, cols, **kw):
+    x = torch.randn(rows, cols)
+    out = torch.empty(rows, cols)
+    scale(x, out, **kw)
+    return scale.last_run.cache_hit
+
+for rows, cols, kw in [(5, 16, {}), (40, 16, {}), (3, 32, {}), (9, 16, {}), (9, 16, {"factor": 3.0})]:
+    print(f"x[{rows}, {cols}] {kw}: cache hit = {call(rows, cols, **kw)}")"""),
+        ("md", "Every call is logged with the reason for each compile:"),
+        ("code", """for entry in scale.cache_info().calls:
+    print("hit " if entry.hit else "MISS", "|", entry.reason or "")"""),
+        ("md", "## Errors point at your code\n\nA fixed dim that does not match, or a wrong dtype, is "
+               "reported before anything runs, naming the parameter:"),
+        ("code", """@pypto.jit
+def fixed(x: pypto.Tensor([4, 128], pypto.DT_FP32), out: pypto.Tensor([4, 128], pypto.DT_FP32)):
+    out[:] = x + 1.0
+
+try:
+    fixed(torch.randn(4, 64), torch.empty(4, 64))
+except pypto.PyptoError as e:
+    print(type(e).__name__)
+    print(str(e).splitlines()[0])
+    print(str(e).splitlines()[1])"""),
+        ("code", """try:
+    fixed(torch.randn(4, 128, dtype=torch.float16), torch.empty(4, 128))
+except TypeError as e:   # pypto errors also derive from the matching builtin
+    print(type(e).__name__, "|", str(e).splitlines()[0])"""),
+        ("md", "Named dynamic dims must agree across tensors:"),
+        ("code", """N = pypto.frontend.dynamic("N")
+
+@pypto.jit
+def pair(a: pypto.Tensor([N, 8], pypto.DT_FP32), b: pypto.Tensor([N, 8], pypto.DT_FP32),
+         out: pypto.Tensor([N, 8], pypto.DT_FP32)):
+    out[:] = a + b
+
+try:
+    pair(torch.randn(3, 8), torch.randn(4, 8), torch.empty(3, 8))
+except ValueError as e:
+    print(str(e).splitlines()[0])"""),
+        ("code", IGNORE + "pypto_lab.show(scale)"),
+    ],
+    "02_compiler_passes": [
+        ("md", """# 02 · The compiler passes
+
+A kernel goes through the Tensor Graph, the Tile Graph (every op expanded into tiles, with copies
+between GM and the on-chip buffers), the Block Graph (fused leaf functions, deduplicated) and the
+Execute Graph (root functions calling leaves). Each pass leaves a snapshot."""),
+        ("code", SETUP),
+        ("code", """@pypto.jit
+def softmax_rows(x: pypto.Tensor([pypto.DYNAMIC, 128], pypto.DT_FP32),
+                 out: pypto.Tensor([pypto.DYNAMIC, 128], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 128)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 16)):
+        rows = slice(b * 16, (b + 1) * 16)
+        out[rows, :] = pypto.softmax(x[rows, :] * 2.0, -1)
+
+x = torch.randn(50, 128)
+out = torch.empty(50, 128)
+softmax_rows(x, out)
+print("matches torch:", torch.allclose(out, torch.softmax(x * 2.0, -1), atol=1e-6))
+compiled = softmax_rows.inspect(x, out)"""),
+        ("code", """for i, p in enumerate(compiled.passes):
+    print(i, p.name, "->", p.level)"""),
+        ("md", "### Tile Graph after memory assignment: copies in and out of UB around the fused ops"),
+        ("code", """print(next(p.text for p in compiled.passes if p.name == "assign_memory"))"""),
+        ("md", "### Execute Graph: one root function per loop body, calling one leaf per tile"),
+        ("code", """print(next(p.text for p in compiled.passes if p.name == "execute_graph"))"""),
+        ("md", "### Generated code: the PTO listing and the executable form of the leaf"),
+        ("code", """leaf = next(iter(compiled.source))
+print(compiled.source[leaf])
+print(compiled.source[leaf].cpu)"""),
+        ("md", "A matmul becomes an AIC (cube) leaf per output tile; the vector work around it runs on AIV "
+               "leaves, with dependencies across the core types:"),
+        ("code", """@pypto.jit
+def linear_relu(x: pypto.Tensor([64, 64], pypto.DT_FP16), w: pypto.Tensor([64, 32], pypto.DT_FP16)):
+    pypto.set_cube_tile_shapes([32, 32], [32, 64], [32, 32])
+    pypto.set_vec_tile_shapes(32, 32)
+    return pypto.relu(pypto.matmul(x, w, pypto.DT_FP32))
+
+xh, wh = torch.randn(64, 64).half(), torch.randn(64, 32).half()
+y = linear_relu(xh, wh)
+print("matches torch:", torch.allclose(y, torch.relu(xh.float() @ wh.float()), atol=1e-3))
+print(next(p.text for p in linear_relu.inspect(xh, wh).passes if p.name == "execute_graph"))"""),
+        ("code", IGNORE + "pypto_lab.show(softmax_rows)"),
+    ],
+    "03_runtime_options": [
+        ("md", """# 03 · Runtime options and schedules
+
+The runtime options change how the compiled program is scheduled, not what it computes:
+`device_sched_mode` (0 FIFO, 1 L2 affinity, 2 fair, 3 both), `stitch_function_max_num` (root
+instances per device task) and `valid_shape_optimize` (static main blocks, dynamic tails). The
+`%%pypto` magic applies them to every kernel a cell calls and shows its dashboard."""),
+        ("code", SETUP + "\n%load_ext pypto_lab"),
+        ("code", """@pypto.jit
+def gelu_rows(x: pypto.Tensor([pypto.DYNAMIC, 256], pypto.DT_FP32),
+              out: pypto.Tensor([pypto.DYNAMIC, 256], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(8, 256)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 8)):
+        rows = slice(b * 8, (b + 1) * 8)
+        t = x[rows, :]
+        out[rows, :] = t * pypto.sigmoid(t * 1.702)
+
+x = torch.randn(300, 256)
+out = torch.empty(300, 256)"""),
+        ("code", IGNORE + """%%pypto --sched-mode 1 --stitch 8 --show timeline,tune
+gelu_rows(x, out)
+print("matches torch:", torch.allclose(out, x * torch.sigmoid(x * 1.702), atol=1e-6))"""),
+        ("md", "## The four scheduling modes side by side\n\nThe same call, re-simulated under each mode "
+               "(the numbers are not recomputed):"),
+        ("code", """run = gelu_rows.last_run
+for mode in range(4):
+    s = run.simulate({"device_sched_mode": mode}).stats
+    print(f"mode {mode}: makespan {s['makespan_cycles']:>8} cycles, AIV utilization {s['utilization']['AIV']:.1%}")"""),
+        ("md", "## Stitching: fewer roots per device task means more submissions"),
+        ("code", """for stitch in (1, 4, 32, 128):
+    s = run.simulate({"stitch_function_max_num": stitch}).stats
+    print(f"stitch {stitch:>3}: {s['device_tasks']:>3} device tasks, makespan {s['makespan_cycles']} cycles")"""),
+        ("md", "## valid_shape_optimize: static main blocks, a dynamic tail"),
+        ("code", """@pypto.jit(runtime_options={"valid_shape_optimize": 1})
+def gelu_vso(x: pypto.Tensor([pypto.DYNAMIC, 256], pypto.DT_FP32),
+             out: pypto.Tensor([pypto.DYNAMIC, 256], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(8, 256)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 8)):
+        rows = slice(b * 8, (b + 1) * 8)
+        t = x[rows, :]
+        out[rows, :] = t * pypto.sigmoid(t * 1.702)
+
+gelu_vso(x, out)
+print("matches torch:", torch.allclose(out, x * torch.sigmoid(x * 1.702), atol=1e-6))
+compiled = gelu_vso.inspect(x, out)
+print(sorted(compiled.source[next(iter(compiled.source))].variants))
+variants = [e.variant for e in gelu_vso.last_run.timeline.events]
+print("main tasks:", variants.count("main"), "| tail tasks:", variants.count("tail"))"""),
+        ("code", IGNORE + "pypto_lab.show(gelu_vso)"),
+    ],
+    "04_real_kernels": [
+        ("md", """# 04 · Real kernels
+
+Softmax, LayerNorm, an FFN and attention, each checked against torch, with its timeline. The same
+kernels live in `examples/` and run in the test suite."""),
+        ("code", SETUP + """
+import sys, pathlib
+sys.path.insert(0, str(pathlib.Path.cwd().parent / "examples"))"""),
+        ("md", "## Softmax over a dynamic batch"),
+        ("code", """@pypto.jit
+def softmax(x: pypto.Tensor([pypto.DYNAMIC, 256], pypto.DT_FP32),
+            out: pypto.Tensor([pypto.DYNAMIC, 256], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 256)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 16)):
+        rows = slice(b * 16, (b + 1) * 16)
+        out[rows, :] = pypto.softmax(x[rows, :], -1)
+
+x = torch.randn(100, 256)
+out = torch.empty(100, 256)
+softmax(x, out)
+print("softmax matches torch:", torch.allclose(out, torch.softmax(x, -1), atol=1e-6))
+print("tasks:", softmax.last_run.timeline.stats["tasks"])"""),
+        ("code", IGNORE + "softmax.last_run.timeline"),
+        ("md", "## LayerNorm and RMSNorm in bf16"),
+        ("code", """import norms
+err_rms, err_ln = norms.check(37)
+print("RMSNorm ok:", err_rms < 0.05, "| LayerNorm ok:", err_ln < 0.05)
+print("tasks:", norms.layer_norm.last_run.timeline.stats["tasks"])"""),
+        ("md", "## FFN: matmul on the cube, SiLU on the vector cores"),
+        ("code", """import ffn
+print("FFN ok:", ffn.check(70) < 0.05)
+print(sorted({leaf.core for leaf in ffn.ffn.last_run.compiled.lowered.leaves.values()}))"""),
+        ("code", IGNORE + "ffn.ffn.last_run.timeline"),
+        ("md", "## Attention with online softmax over a dynamic sequence"),
+        ("code", """import flash_attention
+for batch, seq in ((2, 100), (1, 200)):
+    print(f"batch {batch}, seq {seq}: ok =", flash_attention.check(batch, seq) < 1e-4)
+print("compiles:", flash_attention.flash_attention.cache_info().misses)
+s = flash_attention.flash_attention.last_run.timeline.stats
+print("tasks:", s["tasks"], "| device tasks:", s["device_tasks"])"""),
+        ("code", IGNORE + "pypto_lab.show(flash_attention.flash_attention)"),
+    ],
+}
+
+
+def build(name: str, cells) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for kind, text in cells:
+        nb.cells.append(nbformat.v4.new_markdown_cell(text) if kind == "md" else nbformat.v4.new_code_cell(text))
+    return nb
+
+
+def main(selected):
+    OUT.mkdir(exist_ok=True)
+    for name, cells in NOTEBOOKS.items():
+        if selected and not any(name.startswith(s) for s in selected):
+            continue
+        nb = build(name, cells)
+        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(OUT)}}).execute()
+        for cell in nb.cells:  # keep stored notebooks small and stable
+            cell.get("metadata", {}).pop("execution", None)
+        nbformat.write(nb, OUT / f"{name}.ipynb")
+        print("wrote", OUT / f"{name}.ipynb")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
