@@ -115,7 +115,6 @@ class JitFunction:
         self._opts = (-1, None, None)
         self.call_log: collections.deque = collections.deque(maxlen=256)
         self.last_run: RunRecord | None = None
-        self.runtime_overrides: dict | None = None  # set by the lab's %%pypto magic
         functools.update_wrapper(self, fn)
 
     # ---- the call path -------------------------------------------------------------------------

@@ -1,0 +1,39 @@
+"""A kernel at a glance: name, compiled versions, what its last call did and its schedule."""
+
+from __future__ import annotations
+
+from ._html import esc, ms, note
+from .timeline import stats_line
+
+
+def _name(kernel) -> str:
+    fn = getattr(kernel, "fn", None)
+    return getattr(fn, "__name__", None) or getattr(kernel, "__name__", None) or type(kernel).__name__
+
+
+def kernel_summary_html(kernel) -> str:
+    """Name, versions and hits/misses, and for the last call: cache hit or compile (with the reason),
+    compile and run time, and the simulated timeline's stats line."""
+    if kernel is None:
+        return note("no kernel")
+    info = kernel.cache_info()
+    lines = [f"<b>{esc(_name(kernel))}</b>: {len(info.entries)} compiled version(s), "
+             f"{info.hits} hit(s), {info.misses} miss(es)"]
+    run = getattr(kernel, "last_run", None)
+    if run is None:
+        lines.append('<span style="color:#777">not called yet</span>')
+    else:
+        calls = list(getattr(kernel, "call_log", ()) or ())
+        reason = calls[-1].reason if calls and not calls[-1].hit else None
+        how = "cache hit" if run.cache_hit else f"compiled in {ms(run.compile_seconds)}"
+        if reason:
+            how += f" ({esc(reason)})"
+        lines.append(f"last call: {how}, ran in {ms(run.run_seconds)} &middot; version {esc(run.key)}")
+        tl = run.timeline
+        if tl is not None:
+            lines.append(f"timeline: {esc(stats_line(tl))}")
+    body = "".join(f'<div style="margin:1px 0">{line}</div>' for line in lines)
+    return f'<div style="font-family:sans-serif;font-size:13px">{body}</div>'
+
+
+__all__ = ["kernel_summary_html"]

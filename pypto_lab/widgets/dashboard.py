@@ -1,0 +1,73 @@
+"""The dashboard of one kernel's last call: a summary line over a Tab of Graph, Passes, Code,
+Cache, Timeline and Tune. A tab's content is built the first time it is selected (or asked for
+with `Dashboard.panel`), so opening the dashboard renders one graph, not everything."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+
+from .. import parse_tabs, views
+from .panels import CachePanel, CodePanel, GraphPanel, PassesPanel
+from .timeline import TimelinePanel
+from .tune import TunePanel
+
+
+class NotCalledError(ValueError):
+    """The kernel has no call to show yet; IPython shows this as its one-line message."""
+
+    def _render_traceback_(self) -> list:
+        return [f"{type(self).__name__}: {self}"]
+
+
+_BUILDERS = {
+    "graph": lambda d: GraphPanel(d.compiled),
+    "passes": lambda d: PassesPanel(d.compiled),
+    "code": lambda d: CodePanel(d.compiled),
+    "cache": lambda d: CachePanel(d.kernel),
+    "timeline": lambda d: TimelinePanel(d.run.timeline, title=f"{d.compiled.name}: simulated"),
+    "tune": lambda d: TunePanel(d.run),
+}
+
+
+class Dashboard(W.VBox):
+    """The dashboard of ``kernel`` (a ``pypto.jit`` kernel) for its last call.
+
+    ``tabs`` restricts the tabs (names or a comma separated string, see ``pypto_lab.TABS``).
+    ``tab`` is the ipywidgets Tab; ``panel(name)`` returns a tab's content, building it if needed.
+    """
+
+    def __init__(self, kernel, tabs=None):
+        run = getattr(kernel, "last_run", None)
+        if not hasattr(kernel, "cache_info"):
+            raise TypeError(f"pypto_lab needs a pypto.jit kernel, got {type(kernel).__name__}")
+        if run is None:
+            name = getattr(kernel, "__name__", "kernel")
+            raise NotCalledError(f"{name} has not been called yet: call it once, then show it "
+                                 "(the dashboard shows its last call)")
+        self.kernel, self.run, self.compiled = kernel, run, run.compiled
+        self.names = parse_tabs(tabs)
+        self._panels: dict = {}
+        self.tab = W.Tab(children=[W.VBox() for _ in self.names],
+                         titles=[n.capitalize() for n in self.names])
+        self.tab.observe(self._selected, "selected_index")
+        self.summary = W.HTML(views.kernel_summary_html(kernel))
+        super().__init__([self.summary, self.tab])
+        self.panel(self.names[0])
+
+    @property
+    def titles(self) -> tuple:
+        return tuple(self.tab.titles)
+
+    def panel(self, name: str):
+        """The content of tab ``name`` ("graph", "passes", ...), built on first use."""
+        if name not in self._panels:
+            if name not in self.names:
+                raise KeyError(f"this dashboard has no {name!r} tab (it has {', '.join(self.names)})")
+            built = _BUILDERS[name](self)
+            self._panels[name] = built
+            self.tab.children[self.names.index(name)].children = (built,)
+        return self._panels[name]
+
+    def _selected(self, change) -> None:
+        if change["new"] is not None:
+            self.panel(self.names[change["new"]])

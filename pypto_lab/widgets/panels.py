@@ -1,0 +1,93 @@
+"""The Graph, Passes, Code and Cache tabs of the dashboard: a control or two wired to a view."""
+
+from __future__ import annotations
+
+import ipywidgets as W
+
+from .. import views
+
+_FORM_LABELS = {"pto": "PTO listing", "cpu": "executable form", "main": "main variant",
+                "tail": "tail variant"}
+
+
+class GraphPanel(W.VBox):
+    """The program's graph (Graphviz SVG) at the level picked in ``level``."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        found = views.levels(compiled)
+        self.level = W.Dropdown(options=found, value=found[0] if found else None, description="level")
+        self.svg = W.HTML().add_class("pypto-graph")
+        self.level.observe(self._render, "value")
+        self._render()
+        super().__init__([self.level, self.svg])
+
+    def _render(self, _change=None):
+        level = self.level.value
+        self.svg.value = views.graph_svg(self.compiled, level) if level else "<i>no graph</i>"
+
+
+class PassesPanel(W.VBox):
+    """The pass table; the pass picked in ``select`` shows its IR and its diff to the pass before."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        snaps = list(compiled.passes)
+        self.table = W.HTML(views.pass_table_html(compiled))
+        self.select = W.Select(options=[(f"#{i} {p.name} ({p.level})", i) for i, p in enumerate(snaps)],
+                               rows=min(len(snaps), 10) or 1, description="pass",
+                               layout=W.Layout(width="auto"))
+        self.ir = W.HTML(layout=W.Layout(width="50%"))
+        self.diff = W.HTML(layout=W.Layout(width="50%"))
+        self.select.observe(self._render, "value")
+        if snaps:
+            self.select.value = 0
+        self._render()
+        super().__init__([self.table, self.select, W.HBox([self.ir, self.diff])])
+
+    def _render(self, _change=None):
+        i = self.select.value
+        if i is None:
+            return
+        self.ir.value = views.pass_ir_html(self.compiled, i)
+        self.diff.value = views.pass_diff_html(self.compiled, i)
+
+
+class CodePanel(W.VBox):
+    """Leaf kernels in ``leaf``; the picked one's highlighted code in the form picked in ``form``."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        names = views.leaf_names(compiled)
+        self.leaf = W.Select(options=names, value=names[0] if names else None, description="leaf",
+                             rows=min(len(names), 8) or 1)
+        self.form = W.ToggleButtons(description="form", style={"button_width": "auto"})
+        self.code = W.HTML()
+        self._set_forms()
+        self.leaf.observe(self._leaf_changed, "value")
+        self.form.observe(self._render, "value")
+        self._render()
+        super().__init__([self.leaf, self.form, self.code])
+
+    def _set_forms(self):
+        forms = views.code_forms(self.compiled, self.leaf.value) if self.leaf.value else []
+        keep = self.form.value if self.form.value in forms else (forms[0] if forms else None)
+        self.form.options = [(_FORM_LABELS.get(f, f), f) for f in forms]
+        self.form.value = keep
+
+    def _leaf_changed(self, _change=None):
+        self._set_forms()  # the forms a leaf has differ (main/tail only with valid_shape_optimize)
+        self._render()
+
+    def _render(self, _change=None):
+        leaf, form = self.leaf.value, self.form.value
+        self.code.value = views.code_html(self.compiled, leaf, form) if leaf and form else "<i>no generated code</i>"
+
+
+class CachePanel(W.VBox):
+    """The kernel's compiled versions and its call log (as they are when the tab is opened)."""
+
+    def __init__(self, kernel):
+        self.versions = W.HTML(views.cache_table_html(kernel))
+        self.calls = W.HTML(views.call_log_html(kernel))
+        super().__init__([W.HTML("<b>Versions</b>"), self.versions, W.HTML("<b>Calls</b>"), self.calls])

@@ -1,0 +1,371 @@
+"""The lab's pure views on real kernels: every view returns HTML/SVG/figures with the expected
+content, handles missing objects, and reads upstream swimlane traces."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import json
+import pathlib
+import re
+import shutil
+
+import pytest
+import torch
+
+import pypto
+from pypto_lab import views as V
+from pypto_lab.views import graph as graph_view
+
+D = pypto.DYNAMIC
+S = pypto.STATIC
+FP32 = pypto.DT_FP32
+HAVE_DOT = shutil.which("dot") is not None
+
+
+@pypto.jit
+def tiled_add(x: pypto.Tensor([D, S], FP32), y: pypto.Tensor([D, S], FP32), out: pypto.Tensor([D, S], FP32)):
+    pypto.set_vec_tile_shapes(32, 64)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 32)):
+        rows = slice(b * 32, (b + 1) * 32)
+        out[rows, :] = x[rows, :] + y[rows, :]
+
+
+@pypto.jit(runtime_options={"valid_shape_optimize": 1})
+def row_softmax(x: pypto.Tensor([D, 64], FP32), out: pypto.Tensor([D, 64], FP32)):
+    pypto.set_vec_tile_shapes(16, 64)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 16)):
+        out[b * 16:(b + 1) * 16, :] = pypto.softmax(x[b * 16:(b + 1) * 16, :], dim=-1)
+
+
+@pypto.jit
+def small_matmul(a: pypto.Tensor([64, 64], FP32), b: pypto.Tensor([64, 64], FP32),
+                 out: pypto.Tensor([64, 64], FP32)):
+    pypto.set_cube_tile_shapes([32, 32], [64, 64], [32, 32])
+    out[:] = pypto.matmul(a, b)
+
+
+@pypto.jit
+def never_called(x: pypto.Tensor([D, 64], FP32), out: pypto.Tensor([D, 64], FP32)):
+    out[:] = x + 1.0
+
+
+def _rand(*shape, seed):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.fixture(scope="module")
+def add_kernel():
+    """tiled_add called with two static widths (64 twice, then 128): two versions, one hit."""
+    tiled_add.cache_clear()
+    for cols in (64, 64, 128):
+        x, y = _rand(100, cols, seed=1), _rand(100, cols, seed=2)
+        out = torch.empty(100, cols)
+        tiled_add(x, y, out)
+        torch.testing.assert_close(out, x + y)
+    return tiled_add, tiled_add.inspect(x, y, out)
+
+
+@pytest.fixture(scope="module")
+def softmax_kernel():
+    row_softmax.cache_clear()
+    x = _rand(40, 64, seed=3)
+    out = torch.empty(40, 64)
+    row_softmax(x, out)
+    torch.testing.assert_close(out, torch.softmax(x, dim=-1))
+    return row_softmax, row_softmax.inspect(x, out)
+
+
+@pytest.fixture(scope="module")
+def matmul_kernel():
+    small_matmul.cache_clear()
+    a, b = _rand(64, 64, seed=4), _rand(64, 64, seed=5)
+    out = torch.empty(64, 64)
+    small_matmul(a, b, out)
+    torch.testing.assert_close(out, a @ b, rtol=1e-4, atol=1e-4)
+    return small_matmul, small_matmul.inspect(a, b, out)
+
+
+@pytest.fixture(scope="module", params=["add", "softmax", "matmul"])
+def kernel(request, add_kernel, softmax_kernel, matmul_kernel):
+    return {"add": add_kernel, "softmax": softmax_kernel, "matmul": matmul_kernel}[request.param]
+
+
+# ---- graphs ------------------------------------------------------------------------------------------
+
+def test_levels_in_pipeline_order(kernel):
+    assert V.levels(kernel[1]) == ["tensor", "tile", "block", "execute"]
+
+
+def test_graph_svg_for_every_level(kernel):
+    compiled = kernel[1]
+    for level in V.levels(compiled):
+        dot = V.level_dot(compiled, level)
+        assert dot.lstrip().startswith("digraph")
+        out = V.graph_svg(compiled, level)
+        if HAVE_DOT:
+            assert out.startswith("<svg") and out.rstrip().endswith("</svg>")
+        else:
+            assert "<pre" in out
+
+
+def test_level_dot_is_the_last_snapshot_of_the_level(add_kernel):
+    compiled = add_kernel[1]
+    tile = [p for p in compiled.passes if p.level == "tile"]
+    assert V.level_dot(compiled, "tile") == tile[-1].to_dot()
+    with pytest.raises(ValueError, match="tensor"):
+        V.level_dot(compiled, "bogus")
+
+
+def test_dot_to_svg_never_crashes(monkeypatch):
+    broken = V.dot_to_svg("digraph { a -> <b")
+    assert "<pre" in broken and "Graphviz" in broken and "&lt;b" in broken
+    monkeypatch.setattr(graph_view.shutil, "which", lambda name: None)
+    graph_view.dot_to_svg.cache_clear()
+    out = V.dot_to_svg('digraph "g" { a -> b }')
+    assert "not installed" in out and "<pre" in out and "a -&gt; b" in out
+    graph_view.dot_to_svg.cache_clear()
+
+
+# ---- passes ------------------------------------------------------------------------------------------
+
+def test_pass_table_lists_every_pass_and_a_total(kernel):
+    compiled = kernel[1]
+    html = V.pass_table_html(compiled)
+    for p in compiled.passes:
+        assert f">{p.name}<" in html
+    assert html.count("<tr>") == len(compiled.passes) + 2  # header, rows, total
+    assert f"total ({len(compiled.passes)} passes)" in html and " ms<" in html
+
+
+def test_pass_ir_is_escaped_text(add_kernel):
+    compiled = add_kernel[1]
+    html = V.pass_ir_html(compiled, 0)
+    assert "<pre" in html and "kernel tiled_add(" in html and "trace" in html
+    assert "assemble(%add -&gt; %out" in html  # the IR's "->" is escaped
+
+
+def test_pass_diff_colours_added_and_removed_lines(add_kernel):
+    compiled = add_kernel[1]
+    assert "no previous pass" in V.pass_diff_html(compiled, 0)
+    html = V.pass_diff_html(compiled, 2)  # autocast -> expand: tensor text becomes tile text
+    assert re.search(r'background:#e6ffec[^>]*>\+', html)
+    assert re.search(r'background:#ffebe9[^>]*>-', html)
+    assert "#1 autocast" in html and "#2 expand" in html
+    assert "no pass #99" in V.pass_diff_html(compiled, 99)
+
+
+# ---- code --------------------------------------------------------------------------------------------
+
+def test_code_of_a_vector_leaf(add_kernel):
+    compiled = add_kernel[1]
+    assert V.leaf_names(compiled) == ["leaf0_add"]
+    assert V.code_forms(compiled, "leaf0_add") == ["pto", "cpu"]
+    pto = V.code_html(compiled, "leaf0_add")
+    assert "TLOAD" in pto and "TADD" in pto and "TSTORE" in pto
+    assert "style=" in pto and 'class="k"' not in pto  # inline styles, no stylesheet needed
+    cpu = V.code_html(compiled, "leaf0_add", "cpu")
+    assert "def" in cpu and "leaf0_add" in cpu
+    assert "no tail form" in V.code_html(compiled, "leaf0_add", "tail")
+    assert "no generated code" in V.code_html(compiled, "nope")
+
+
+def test_code_variants_of_softmax(softmax_kernel):
+    compiled = softmax_kernel[1]
+    (leaf,) = V.leaf_names(compiled)
+    assert V.code_forms(compiled, leaf) == ["pto", "cpu", "main", "tail"]
+    main, tail = V.code_html(compiled, leaf, "main"), V.code_html(compiled, leaf, "tail")
+    assert "TSOFTMAX" in main and "variant=main" in main and "variant=tail" in tail
+    assert "valid[...]" in tail and "valid[...]" not in main
+
+
+def test_code_of_a_cube_leaf(matmul_kernel):
+    compiled = matmul_kernel[1]
+    names = V.leaf_names(compiled)
+    assert any("matmul" in n for n in names)
+    html = V.code_html(compiled, names[0])
+    assert "TMATMUL" in html and "TMOV.L0A" in html
+
+
+# ---- cache -------------------------------------------------------------------------------------------
+
+def test_cache_table_one_row_per_version(add_kernel):
+    kernel, _ = add_kernel
+    html = V.cache_table_html(kernel)
+    assert "2 version(s), 1 hit(s), 2 miss(es)" in html
+    body = html.split("<tbody>")[1]
+    assert body.count("<tr>") == 2
+    assert "fp32[x.shape[0], 64]" in body and "fp32[x.shape[0], 128]" in body
+    assert V.cache_table_html(kernel.cache_info()) == html  # a CacheInfo works too
+
+
+def test_call_log_names_the_changed_dim(add_kernel):
+    html = V.call_log_html(add_kernel[0])
+    body = html.split("<tbody>")[1]
+    assert body.count("<tr>") == 3
+    assert ">hit<" in body and ">compile<" in body
+    first, changed = body.index("first call"), body.index("x.shape[1] 64 -&gt; 128 (static)")
+    assert first < changed  # newest last
+
+
+def test_views_of_a_kernel_never_called():
+    never_called.cache_clear()
+    assert "0 version(s)" in V.cache_table_html(never_called)
+    assert "nothing compiled yet" in V.cache_table_html(never_called)
+    assert "not called yet" in V.call_log_html(never_called)
+    summary = V.kernel_summary_html(never_called)
+    assert "never_called" in summary and "not called yet" in summary
+    for view in (V.cache_table_html, V.call_log_html, V.kernel_summary_html, V.pass_table_html):
+        assert "no " in view(None)
+    assert V.levels(None) == [] and V.leaf_names(None) == [] and "no compiled" in V.graph_svg(None)
+    assert V.stats_line(None) == "no timeline" and "no timeline" in V.trace_download_html(None)
+    assert len(V.timeline_figure(None).data) == 0
+
+
+# ---- timelines ---------------------------------------------------------------------------------------
+
+def _task_traces(fig):
+    return [t for t in fig.data if t.meta["kind"] == "task"]
+
+
+def test_timeline_figure_one_bar_per_task(kernel):
+    tl = kernel[0].last_run.timeline
+    fig = V.timeline_figure(tl, title="t")
+    tasks = _task_traces(fig)
+    assert sum(len(t.x) for t in tasks) == len(tl.events)
+    assert {y for t in tasks for y in t.y} == {e.core for e in tl.events}
+    assert {t.name for t in tasks} == {e.leaf for e in tl.events}
+    lanes = list(fig.layout.yaxis.categoryarray)
+    assert lanes[0] == "control" and {e.core for e in tl.events} <= set(lanes)
+    assert fig.layout.barmode == "overlay"
+    # bars start at the task's start, in µs
+    first = min(tl.events, key=lambda e: e.start)
+    assert min(b for t in tasks for b in t.base) == pytest.approx(tl.machine.cycles_to_us(first.start))
+    hover = tasks[0].hovertext[0]
+    assert "task" in hover and "cycles" in hover and "pipes" in hover
+    only_tasks = V.timeline_figure(tl, aicpu=False)
+    assert len(only_tasks.data) == len(tasks)
+
+
+def test_matmul_timeline_has_cube_and_vector_lanes(matmul_kernel):
+    fig = V.timeline_figure(matmul_kernel[0].last_run.timeline)
+    lanes = {y for t in _task_traces(fig) for y in t.y}
+    assert any(ln.startswith("AIC") for ln in lanes) and any(ln.startswith("AIV") for ln in lanes)
+
+
+def test_timeline_views_are_deterministic(softmax_kernel):
+    run = softmax_kernel[0].last_run
+    a, b = run.timeline, run.simulate()
+    assert V.timeline_figure(a).to_json() == V.timeline_figure(b).to_json()
+    assert V.stats_line(a) == V.stats_line(b)
+
+
+def test_stats_line_and_compare(add_kernel):
+    run = add_kernel[0].last_run
+    tl, small = run.timeline, run.simulate(machine="small")
+    line = V.stats_line(tl)
+    for word in ("makespan", "cycles", "tasks", "device task", "utilization AIC", "AIV", "critical path", "bubbles"):
+        assert word in line
+    html = V.compare_html(tl, small, labels=("A2A3", "small"))
+    assert ">A2A3<" in html and ">small<" in html
+    assert f"{tl.stats['makespan_us']:,.2f} µs" in html and f"{small.stats['makespan_us']:,.2f} µs" in html
+    assert "%" in html and "utilization AIV" in html
+
+
+def test_trace_download_is_the_chrome_trace(add_kernel):
+    tl = add_kernel[0].last_run.timeline
+    html = V.trace_download_html(tl, filename="add.json")
+    assert 'download="add.json"' in html
+    payload = re.search(r'href="data:application/json;base64,([^"]+)"', html).group(1)
+    assert json.loads(base64.b64decode(payload)) == json.loads(json.dumps(tl.to_chrome_trace()))
+
+
+# ---- measured traces (upstream's merged_swimlane.json) -------------------------------------------------
+
+def _upstream_trace():
+    t0 = 1_700_000_000.0  # upstream timestamps are absolute
+    ev = [
+        {"args": {"name": "Machine View"}, "cat": "__metadata", "name": "process_name", "ph": "M", "pid": 1},
+        {"args": {"name": "AIC_0"}, "cat": "__metadata", "name": "thread_name", "ph": "M", "pid": 1, "tid": 1000},
+        {"args": {"name": "AIV_1"}, "cat": "__metadata", "name": "thread_name", "ph": "M", "pid": 1, "tid": 1003},
+        {"name": "0-3-0-0-1(matmul)", "ph": "X", "pid": 1, "tid": 1000, "ts": t0, "dur": 4.0, "cat": "event",
+         "id": 1, "args": {"event-hint": "Task:[0-3-0], rootHash:12, leafHash:34", "color": "good", "taskId": 1}},
+        {"name": "1-4-0-0-2(exp)", "ph": "X", "pid": 1, "tid": 1003, "ts": t0 + 5.0, "dur": 2.0, "cat": "event",
+         "id": 2, "args": {"event-hint": "Task:[1-4-0] <x>", "taskId": 2}},
+        {"name": "2-4-0-1-2(exp)", "ph": "X", "pid": 1, "tid": 1003, "ts": t0 + 8.0, "dur": 2.0, "cat": "event",
+         "id": 3, "args": {"taskId": 3}},
+        {"cat": "machine-view-last-dep", "id": 7, "name": "machine-view-last-dep", "ph": "s", "pid": 1,
+         "tid": 1000, "ts": t0 + 4.0},
+        {"bp": "e", "cat": "machine-view-last-dep", "id": 7, "name": "machine-view-last-dep", "ph": "f", "pid": 1,
+         "tid": 1003, "ts": t0 + 5.0},
+        {"name": "ReadyCount_AIV", "pid": 1, "tid": 1, "ph": "C", "ts": t0, "args": {"size": 1}},
+    ]
+    return {"traceEvents": ev}
+
+
+def test_load_upstream_trace(tmp_path):
+    path = tmp_path / "merged_swimlane.json"
+    path.write_text(json.dumps(_upstream_trace()))
+    tt = V.load_trace(path)
+    assert tt.source == "merged_swimlane.json" and tt.kind == "upstream"
+    assert tt.lanes == ["AIC0", "AIV1"]
+    assert [(e.lane, e.start_us, e.dur_us) for e in tt.events] == [("AIC0", 0.0, 4.0), ("AIV1", 5.0, 2.0),
+                                                                   ("AIV1", 8.0, 2.0)]
+    assert [e.label for e in tt.events] == ["matmul", "exp", "exp"]
+    assert tt.events[0].args["taskId"] == 1
+    (flow,) = tt.flows
+    assert (flow.from_lane, flow.from_us, flow.to_lane, flow.to_us) == ("AIC0", 4.0, "AIV1", 5.0)
+    s = tt.stats
+    assert s["makespan_us"] == 10.0 and s["tasks"] == 3 and s["flows"] == 1
+    assert s["utilization"] == {"AIC": pytest.approx(0.4), "AIV": pytest.approx(0.4)}
+    assert s["bubbles"]["count"] == 1
+    line = V.stats_line(tt)
+    assert "makespan 10.00 µs" in line and "3 tasks" in line and "AIC 40.0%" in line
+
+    fig = V.timeline_figure(tt)
+    tasks = _task_traces(fig)
+    assert sum(len(t.x) for t in tasks) == 3
+    assert {t.name for t in tasks} == {"matmul", "exp"}
+    assert list(fig.layout.yaxis.categoryarray) == ["AIC0", "AIV1"]
+    assert "&lt;x&gt;" in tasks[0].hovertext[0] or "&lt;x&gt;" in tasks[1].hovertext[0]
+    assert V.load_trace(_upstream_trace()).lanes == tt.lanes  # a dict works too
+
+
+def test_measured_next_to_simulated(add_kernel):
+    tl = add_kernel[0].last_run.timeline
+    measured = V.load_trace(_upstream_trace())
+    html = V.compare_html(tl, measured, labels=("simulated", "measured"))
+    assert f"{tl.stats['makespan_us']:,.2f} µs" in html and "10.00 µs" in html
+    back = V.load_trace(json.loads(json.dumps(measured.to_chrome_trace())))
+    assert [(e.lane, e.start_us, e.dur_us) for e in back.events] == [(e.lane, e.start_us, e.dur_us)
+                                                                      for e in measured.events]
+    assert len(back.flows) == 1
+
+
+def test_load_our_own_chrome_trace(kernel):
+    tl = kernel[0].last_run.timeline
+    tt = V.load_trace(tl.to_chrome_trace())
+    assert tt.kind == "pypto-lab" and "control" in tt.lanes
+    assert tt.stats["tasks"] == len(tl.events)
+    assert tt.stats["makespan_us"] == pytest.approx(tl.stats["makespan_us"])
+    assert tt.stats["device_tasks"] == tl.stats["device_tasks"]
+    fig = V.timeline_figure(tt)
+    assert sum(len(t.x) for t in _task_traces(fig)) == len(tl.events)
+
+
+# ---- summary and purity --------------------------------------------------------------------------------
+
+def test_kernel_summary(add_kernel):
+    html = V.kernel_summary_html(add_kernel[0])
+    assert "<b>tiled_add</b>" in html and "2 compiled version(s)" in html
+    assert "last call: compiled in" in html and "x.shape[1] 64 -&gt; 128" in html
+    assert "timeline: makespan" in html
+
+
+def test_views_import_no_widgets_or_ipython():
+    for path in pathlib.Path(V.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert not name.split(".")[0] in ("IPython", "ipywidgets", "anywidget"), (path.name, name)
