@@ -12,6 +12,7 @@ import math
 from types import MappingProxyType
 
 from ..ops.registry import REGISTRY
+from ..passes.expand import WHOLE
 from .._lazy import torch
 
 _HALF = ("torch.float16", "torch.bfloat16")
@@ -54,39 +55,18 @@ def _expand(x, shape):
     return x.expand(size).clone()
 
 
-def _matmul(a, b, bias, attrs, out_dtype, ev):
-    if "k_check" in attrs:  # two runtime K sizes that the trace could not prove equal
-        _check_k(attrs, ev)
-    if attrs["a_trans"]:
-        a = a.transpose(-1, -2)
-    if attrs["b_trans"]:
-        b = b.transpose(-1, -2)
-    k = min(a.shape[-1], b.shape[-2])
-    a, b = a.narrow(-1, 0, k), b.narrow(-2, 0, k)
-    if a.dtype == torch.int8:
-        out = torch.matmul(a.to(torch.int32), b.to(torch.int32))
-    else:
-        out = torch.matmul(a.float(), b.float())
-    if "scale" in attrs:
-        out = out * attrs["scale"]
-    if bias is not None:
-        bias = bias.float().reshape(bias.shape[0], *([1] * (out.dim() - 2)), -1)
-        out = out + bias[..., : out.shape[-1]]
-    return out.to(out_dtype)
-
-
-def _check_k(attrs, ev):
-    from ..ops.matmul import check_k
-
-    check_k(attrs, ev)
-
-
 def _per_instance(kind, x, attrs, ev, out_dtype):
     return torch.stack([_apply(kind, [x[i]], attrs, ev, (out_dtype,))[0] for i in range(x.shape[0])])
 
 
-RUNTIME = {"_apply": _apply, "_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_matmul": _matmul,
-           "_per_instance": _per_instance, "torch": torch}
+def _whole(kind, ins, attrs, ev, out_dtypes, n):
+    """A whole-tensor (GM->GM) op, one instance at a time, with its unshifted attrs."""
+    res = [_apply(kind, [x[i] for x in ins], attrs, ev, out_dtypes) for i in range(n)]
+    return tuple(torch.stack([r[k] for r in res]) for k in range(len(out_dtypes)))
+
+
+RUNTIME = {"_apply": _apply, "_pad_rank": _pad_rank, "_full": _full, "_expand": _expand,
+           "_per_instance": _per_instance, "_whole": _whole, "torch": torch}
 
 
 def generate(leaf, variant: str = "") -> tuple[str, dict]:
@@ -118,7 +98,7 @@ def generate(leaf, variant: str = "") -> tuple[str, dict]:
             lines.append(f"    {outs[0]} = {ins[0]}  # {kind}: {op.inputs[0].mem} -> {op.outputs[0].mem}")
             continue
         aname = f"A{i}"
-        consts[aname] = MappingProxyType(shift_attrs(op.attrs))
+        consts[aname] = MappingProxyType(dict(op.attrs) if kind in WHOLE else shift_attrs(op.attrs))
         consts[f"D{i}"] = dts
         rank = len(op.outputs[0].shape)
         if kind in ("full", "tensor"):
@@ -130,11 +110,9 @@ def generate(leaf, variant: str = "") -> tuple[str, dict]:
         elif kind == "expand_clone":
             consts[f"S{i}"] = op.outputs[0].shape
             lines.append(f"    {outs[0]} = _expand(_pad_rank({ins[0]}, {rank}), ev(S{i})).to(D{i}[0])")
-        elif kind == "matmul":
-            bias = ins[2] if len(ins) > 2 else "None"
-            lines.append(f"    {outs[0]} = _matmul({ins[0]}, {ins[1]}, {bias}, {aname}, D{i}[0], ev)")
-        elif kind == "reshape":
-            lines.append(f"    {outs[0]} = _per_instance('reshape', {ins[0]}, {aname}, ev, D{i}[0])")
+        elif kind in WHOLE:  # reshape, gather ...: per instance on the whole (valid) tensors
+            target = ", ".join(outs) + ("," if len(outs) == 1 else "")
+            lines.append(f"    {target} = _whole({kind!r}, [{', '.join(ins)}], {aname}, ev, D{i}, n)")
         else:
             padded = ", ".join(f"_pad_rank({x}, {rank})" if len(a.shape) < rank else x
                                for x, a in zip(ins, op.inputs))

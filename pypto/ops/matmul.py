@@ -107,6 +107,6 @@ def _matmul(ins, attrs, ev):
     if "scale" in attrs:
         out = out * attrs["scale"]
     if "bias" in attrs:
-        bias = ins[attrs["bias"]].float().reshape(-1)
-        out = out + bias[: out.shape[-1]]
+        bias = ins[attrs["bias"]].float()  # [N], [1, N], or a batch of tiles [n, 1, N]: broadcasts
+        out = out + bias[..., : out.shape[-1]]
     return out
