@@ -153,7 +153,6 @@ class Stitcher:
         inst = RootInstance(index, next(self._seq), dict(env))
         dt.roots.append(inst)
         root = self.lowered.roots[index]
-        first = len(dt.tasks)
         for ci, call in enumerate(root.calls):
             extents, points, offsets, valid, tiles = evaluate_call(call, env, load)
             if points.shape[0] == 0:
@@ -163,7 +162,6 @@ class Stitcher:
                         tuple(tiles))
             self._depend(dt, len(dt.tasks), task)
             dt.tasks.append(task)
-        del first
         if len(dt.roots) >= self.max_roots:
             self.flush()
 
@@ -180,7 +178,7 @@ class Stitcher:
                 hi = (task.offsets[k] + task.valid[k]).max(axis=0).tolist()
             write = k in task.call.writes
             entries = self._regions.setdefault(key, [])
-            for j, (plo, phi, pwrite) in enumerate_entries(entries):
+            for j, plo, phi, pwrite in entries:
                 if j == index or not (pwrite or write):
                     continue
                 if all(a < b for a, b in zip(plo, hi)) and all(a < b for a, b in zip(lo, phi)):
@@ -197,11 +195,6 @@ class Stitcher:
         if self.current is not None:
             self.done.append(self.current)
         self.current = None
-
-
-def enumerate_entries(entries):
-    for j, lo, hi, w in entries:
-        yield j, (lo, hi, w)
 
 
 def walk(region, env, stitcher: Stitcher, load):

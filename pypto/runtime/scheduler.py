@@ -86,7 +86,6 @@ class _Tasks:
         """
         index = self._regions.setdefault(key, _RegionIndex())
         blo, bhi = lo.min(axis=0), hi.max(axis=0)
-        kinds = None
         for pfirst, plo, phi, pwrite, pblo, pbhi in index.candidates(int(blo[0]) if len(blo) else 0,
                                                                     int(bhi[0]) if len(bhi) else 1):
             if not (pwrite or write):
@@ -102,7 +101,6 @@ class _Tasks:
                 self.succ[a].append(b)
                 self.npred[b] += 1
                 self.edges.append((a, b, kind))
-        del kinds
         index.add((first, lo, hi, write, blo.tolist(), bhi.tolist()))
 
 
