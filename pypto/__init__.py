@@ -8,7 +8,7 @@ and inspect every stage with ``kernel.inspect(...)``, ``kernel.cache_info()`` an
 from . import frontend
 from .dtypes import *  # noqa: F401,F403 - DT_* names
 from .dtypes import DataType, DType, bytes_of
-from .enums import CastMode, SaturationMode, TileOpFormat
+from .enums import CastMode, PrecisionType, SaturationMode, TileOpFormat
 from .errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError, DTypeError,
                      KernelRuntimeError, KernelSyntaxError, OptionError, PyptoError, ShapeError,
                      UnsupportedDTypeError)
@@ -21,6 +21,7 @@ from .frontend.scalar import sym_min as min  # noqa: A001
 from .frontend.signature import DYN, DYNAMIC, STATIC, StatusType
 from .frontend.tensor import Tensor
 from .ops import *  # noqa: F401,F403 - the operators
+from . import experimental  # noqa: E402 - pypto.experimental.online_softmax ...
 from .options import (CompStage, RunMode, get_codegen_options, get_debug_options, get_host_options,
                       get_pass_options, get_runtime_options, get_verify_options, options, reset_options,
                       set_codegen_options, set_debug_options, set_host_options, set_options, set_pass_options,

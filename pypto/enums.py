@@ -25,3 +25,11 @@ class SaturationMode(enum.IntEnum):
 class TileOpFormat(enum.IntEnum):
     TILEOP_ND = 0
     TILEOP_NZ = 1
+
+
+class PrecisionType(enum.IntEnum):
+    """Precision of some math ops (pow, fmod, remainder, log2 ...). A2/A3 only have INTRINSIC; the
+    simulator computes every op the same way (fp32 for fp16/bf16), so the choice changes nothing here."""
+
+    INTRINSIC = 0
+    HIGH_PRECISION = 1

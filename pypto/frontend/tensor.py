@@ -102,6 +102,10 @@ class Tensor:
     def __rmul__(self, o): return _ops().mul(o, self)
     def __truediv__(self, o): return _ops().div(self, o)
     def __rtruediv__(self, o): return _ops().div(o, self)
+    def __floordiv__(self, o): return _ops().floor_div(self, o)
+    def __mod__(self, o): return _ops().remainder(self, o)
+    def __rmod__(self, o): return _ops().remainder(o, self)
+    def __pow__(self, o): return _ops().pow(self, o)
     def __neg__(self): return _ops().neg(self)
     def __pos__(self): return self
     def __matmul__(self, o): return _ops().matmul(self, o)
@@ -129,6 +133,30 @@ class Tensor:
     def sigmoid(self): return _ops().sigmoid(self)
     def relu(self): return _ops().relu(self)
     def tanh(self): return _ops().tanh(self)
+    def sin(self): return _ops().sin(self)
+    def cos(self): return _ops().cos(self)
+    def sinh(self): return _ops().sinh(self)
+    def cosh(self): return _ops().cosh(self)
+    def asinh(self): return _ops().asinh(self)
+    def acosh(self): return _ops().acosh(self)
+    def exp2(self): return _ops().exp2(self)
+    def expm1(self): return _ops().expm1(self)
+    def erfc(self): return _ops().erfc(self)
+    def sign(self): return _ops().sign(self)
+    def signbit(self): return _ops().signbit(self)
+    def log1p(self): return _ops().log1p(self)
+    def log10(self, *a): return _ops().log10(self, *a)
+    def log2(self, *a): return _ops().log2(self, *a)
+    def logical_not(self): return _ops().logical_not(self)
+    def round(self, decimals=0): return _ops().round(self, decimals)
+    def ceil(self): return _ops().ceil(self)
+    def floor(self): return _ops().floor(self)
+    def trunc(self): return _ops().trunc(self)
+    def fmod(self, o, *a): return _ops().fmod(self, o, *a)
+    def remainder(self, o, *a): return _ops().remainder(self, o, *a)
+    def hypot(self, o): return _ops().hypot(self, o)
+    def gcd(self, o): return _ops().gcd(self, o)
+    def axpy_(self, x, alpha=1.0): return _ops().axpy_(self, x, alpha)
     def clip(self, min=None, max=None): return _ops().clip(self, min, max)
     def where(self, cond, other): return _ops().where(cond, self, other)
     def cast(self, dtype, *a, **k): return _ops().cast(self, dtype, *a, **k)
@@ -143,7 +171,30 @@ class Tensor:
     def clone(self): return _ops().clone(self)
     def expand_clone(self, shape, **k): return _ops().expand_clone(self, shape, **k)
     def topk(self, k, dim=-1, largest=True): return _ops().topk(self, k, dim, largest)
+    # activation.py / scan.py (upstream's Tensor methods; no prod/argsort methods upstream)
+    def lrelu(self, negative_slope=0.01): return _ops().lrelu(self, negative_slope)
+    def prelu(self, weight): return _ops().prelu(self, weight)
+    def argmax(self, dim=-1, keepdim=False): return _ops().argmax(self, dim, keepdim)
+    def argmin(self, dim=-1, keepdim=False): return _ops().argmin(self, dim, keepdim)
+    def var(self, dim=None, *, correction=1, keepdim=False): return _ops().var(self, dim, correction, keepdim)
+    def cumsum(self, dim): return _ops().cumsum(self, dim)
+    def cumprod(self, dim): return _ops().cumprod(self, dim)
     def assemble(self, offsets, dst): return _ops().assemble(self, offsets, dst)
+    # indexing.py / layout.py (upstream's Tensor methods)
+    def gather(self, dim, index): return _ops().gather(self, dim, index)
+    def index_add(self, dim, index, source, *, alpha=1): return _ops().index_add(self, dim, index, source, alpha=alpha)
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return _ops().index_add_(self, dim, index, source, alpha=alpha)
+    def scatter(self, dim, index, src, *, reduce=None): return _ops().scatter(self, dim, index, src, reduce=reduce)
+    def scatter_(self, dim, index, src, *, reduce=None): return _ops().scatter_(self, dim, index, src, reduce=reduce)
+    def scatter_update(self, dim, index, src): return _ops().scatter_update(self, dim, index, src)
+    def unsqueeze(self, dim): return _ops().unsqueeze(self, dim)
+    def permute(self, dims): return _ops().permute(self, dims)
+    def pad(self, pad, mode="constant", value=0): return _ops().pad(self, pad, mode, value)
+    def tril(self, diagonal=0): return _ops().tril(self, diagonal)
+    def triu(self, diagonal=0): return _ops().triu(self, diagonal)
+    def tril_(self, diagonal=0): return _ops().tril_(self, diagonal)
+    def triu_(self, diagonal=0): return _ops().triu_(self, diagonal)
 
     def move(self, other: "Tensor") -> "Tensor":
         """Write ``other`` over the whole of this tensor (``t[:] = other``)."""
@@ -157,8 +208,8 @@ class Tensor:
         if not isinstance(key, tuple):
             key = (key,)
         if any(isinstance(k, Tensor) for k in key):
-            raise KernelSyntaxError("indexing with a tensor is not supported yet",
-                                    hint="gather/index_select arrive with the full operator catalogue",
+            raise KernelSyntaxError("a tensor index is only supported as t[dim:index] (gather / scatter)",
+                                    hint="or call pypto.gather / pypto.index_select / pypto.scatter",
                                     loc=user_loc(3))
         if sum(k is Ellipsis for k in key) > 1:
             raise ShapeError("an index may hold at most one '...'", loc=user_loc(3))
@@ -191,6 +242,8 @@ class Tensor:
         return offsets, sizes, drops
 
     def __getitem__(self, key):
+        if _is_gather_key(key):  # t[dim:index] is gather(t, dim, index), as upstream
+            return _ops().gather(self, key.start, key.stop)
         offsets, sizes, drops = self._index(key)
         if len(drops) == self.dim and self.dim > 0:
             return _ops().read_element(self, offsets)
@@ -201,6 +254,9 @@ class Tensor:
         return view
 
     def __setitem__(self, key, src):
+        if _is_gather_key(key):  # t[dim:index] = src is scatter_(t, dim, index, src), as upstream
+            _ops().scatter_(self, key.start, key.stop, src)
+            return
         if isinstance(key, slice) and key == slice(None) and self.dim > 0:
             _ops().assemble(src, [0] * self.dim, self)
             return
@@ -213,6 +269,16 @@ class Tensor:
         if drops:
             src = _ops().unsqueeze_dims(src, drops, sizes)
         _ops().assemble(src, offsets, self)
+
+
+def _is_gather_key(key) -> bool:
+    """``t[dim:index]``: a slice whose stop is an index tensor (and whose start is the dim)."""
+    if not (isinstance(key, slice) and isinstance(key.stop, Tensor)):
+        return False
+    if isinstance(key.start, bool) or not isinstance(key.start, int) or key.step is not None:
+        raise KernelSyntaxError("t[dim:index] needs an int dim before the index tensor and no step",
+                                got=f"[{key.start!r}:{key.stop!r}:{key.step!r}]", loc=user_loc(3))
+    return True
 
 
 def _index_expr(k, dim):

@@ -56,8 +56,9 @@ def _binary(op: str, a, b, out_dtype=None):
 
 
 def _binary_compute(name):
+    """The compute of a binary op: ``name`` is a torch function name or a callable ``fn(x, y)``."""
     def compute(ins, attrs, ev):
-        fn = getattr(torch, name)
+        fn = name if callable(name) else getattr(torch, name)
         if len(ins) == 2:
             x, y = align_valid(ins, attrs["bcast"])
             return fn(x, y)
@@ -66,7 +67,8 @@ def _binary_compute(name):
             else torch.tensor(float(ev(attrs["scalar"])), dtype=t.dtype)
         return fn(s, t) if attrs["scalar_first"] else fn(t, s)
 
-    compute.__doc__ = f"torch.{name} on the valid region (scalars broadcast)."
+    compute.__doc__ = (name.__doc__ or "").strip() if callable(name) else \
+        f"torch.{name} on the valid region (scalars broadcast)."
     return compute
 
 
@@ -147,11 +149,13 @@ for _name, _fn in (("eq", "eq"), ("ne", "ne"), ("gt", "gt"), ("ge", "ge"),
 
 # ---- unary -----------------------------------------------------------------------------------------
 
-def _unary(op: str, x):
+def _unary(op: str, x, out_dtype=None, attrs=None):
+    """A one-tensor elementwise op; ``out_dtype`` (default: the input's) may be a function of it."""
     tensor_arg(x, op, "input")
     check_dtype(op, x, "input")
     v = x._value
-    return emit(op, [x], [(x.dtype, v.shape, v.valid_shape)])
+    dt = out_dtype(x.dtype) if callable(out_dtype) else (out_dtype or x.dtype)
+    return emit(op, [x], [(dt, v.shape, v.valid_shape)], attrs)
 
 
 def _unary_compute(name):

@@ -23,6 +23,24 @@ ELEMENTWISE = {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "gt
                "relu", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "clip", "where", "cast",
                "clone", "full", "tensor", "expand_clone"}
 REDUCTIONS = {"sum", "amax", "amin"}
+# ops lowered by `Expander.whole`: one GM->GM instance over whole tensors (data-dependent addressing,
+# or values that depend on the global position of an element)
+WHOLE = {"reshape", "gather", "index_select", "index_add", "scatter", "scatter_update", "tril", "triu", "arange",
+         "uniform", "normal"}
+# ops tiled over every dim but the last, which each operand keeps whole
+LAST_DIM_WHOLE = {"one_hot", "interleave", "deinterleave"}
+ELEMENTWISE |= {"quantize", "dequantize"}  # pypto/ops/quant.py: scale/offset broadcast like a binary op
+ELEMENTWISE |= {  # pypto/ops/math.py and bitwise.py
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil", "cos", "cosh", "erf", "erfc", "exp2", "expm1",
+    "floor", "log10", "log1p", "log2", "round", "sign", "signbit", "sin", "sinh", "tan", "trunc", "pow", "fmod",
+    "remainder", "floor_div", "ceil_div", "hypot", "atan2", "gcd", "axpy_", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "logical_and", "logical_not",
+    "isfinite", "isnan"}
+ELEMENTWISE |= {"lrelu", "expand_exp_dif"}  # pypto/ops/activation.py
+REDUCTIONS |= {"prod"}  # pypto/ops/scan.py: partial products per tile, then a combine
+# ops whose dims named in attrs "dim"/"dims" stay whole in one tile, the grid running over the
+# others (pypto/ops/scan.py; online softmax in activation.py): see `Expander.dim_whole`
+DIM_WHOLE = {"argmax", "argmin", "var", "cumsum", "cumprod", "argsort", "online_softmax", "online_softmax_update"}
 
 
 def default_tile(shape) -> tuple:
@@ -107,8 +125,16 @@ class Expander:
             return self.topk(op)
         if kind == "concat":
             return self.concat(op)
-        if kind == "reshape":
+        if kind in WHOLE:
             return self.whole(op)
+        if kind in LAST_DIM_WHOLE:
+            return self.last_dim_whole(op)
+        if kind == "permute":
+            return self.permute(op)
+        if kind in DIM_WHOLE:
+            return self.dim_whole(op)
+        if kind == "prelu":
+            return self.prelu(op)
         raise ShapeError(f"internal: no tile expansion for op {kind}", loc=op.loc)
 
     def elementwise(self, op):
@@ -323,11 +349,87 @@ class Expander:
             offset = E.simplify_dim(E.add(offset, v.shape[d]))
 
     def whole(self, op):
-        """An op applied to whole tensors in one tile (reshape): GM to GM on one core."""
+        """An op applied to whole tensors in one tile (reshape, gather ...): GM to GM on one core."""
+        ins = [self.access(v, v.shape, [None] * v.rank, ()) for v in op.inputs]
+        outs = [self.access(v, v.shape, [None] * v.rank, ()) for v in op.outputs]
+        self.emit(op.kind, ins, outs, (), op.attrs, op)
+
+    def last_dim_whole(self, op):
+        """Tiles over the output's leading dims; every operand keeps its last dim whole (one_hot's
+        classes, the interleaved rows). A lower-rank operand lines up with the leading dims."""
+        out = op.outputs[0]
+        R = out.rank
+        tile = list(self.tile_of(op, out.shape))
+        tile[-1] = out.shape[-1]
+        grid = self.grid_of(out.shape, tile)
+
+        def acc(v):
+            if v.rank < R:
+                return self.access(v, tile[:v.rank], range(v.rank), grid)
+            return self.access(v, tile[:-1] + [v.shape[-1]], range(R), grid)
+
+        self.emit(op.kind, [acc(v) for v in op.inputs], [acc(v) for v in op.outputs], grid, op.attrs, op)
+
+    def permute(self, op):
+        """Output tiles; input dim k moves with output dim j where dims[j] == k."""
         x, out = op.inputs[0], op.outputs[0]
-        inp = self.access(x, x.shape, [None] * x.rank, ())
-        outp = self.access(out, out.shape, [None] * out.rank, ())
-        self.emit(op.kind, [inp], [outp], (), op.attrs, op)
+        perm = op.attrs["dims"]
+        tile = self.tile_of(op, out.shape)
+        grid = self.grid_of(out.shape, tile)
+        inv = [perm.index(k) for k in range(out.rank)]
+        self.emit("permute", [self.access(x, [tile[inv[k]] for k in range(x.rank)], inv, grid)],
+                  [self.access(out, tile, range(out.rank), grid)], grid, op.attrs, op)
+
+
+    def dim_whole(self, op):
+        """Tiles over every dim but those in ``attrs['dim']``/``attrs['dims']``, which each operand
+        keeps whole (scans, argsort, argmax/argmin, var, online softmax). Operands of the first
+        input's rank line up dim by dim (a size-1 reduced dim stays 1); a lower-rank operand
+        (keepdim=False) lines up with the kept dims."""
+        x = op.inputs[0]
+        R = x.rank
+        dims = tuple(op.attrs["dims"]) if "dims" in op.attrs else (op.attrs["dim"],)
+        tile = self.whole_dims_tile(op, x.shape, dims)
+        grid = self.grid_of(x.shape, tile)
+
+        def acc(v):
+            axes = list(range(R)) if v.rank == R else [a for a in range(R) if a not in dims]
+            shp = [v.shape[k] if a in dims else tile[a] for k, a in enumerate(axes)]
+            return self.access(v, shp, [None if a in dims else a for a in axes], grid)
+
+        self.emit(op.kind, [acc(v) for v in op.inputs], [acc(v) for v in op.outputs], grid, op.attrs, op)
+
+    def whole_dims_tile(self, op, shape, dims) -> list:
+        """The op's vec tile (or a default within DEFAULT_TILE_ELEMENTS) with ``dims`` whole."""
+        vec = op.tiles.vec
+        if vec is not None and len(vec) == len(shape):
+            tile = [min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(vec, shape)]
+        else:
+            budget = DEFAULT_TILE_ELEMENTS
+            for d in dims:
+                budget //= shape[d] if isinstance(shape[d], int) and shape[d] > 0 else 256
+            tile = [1] * len(shape)
+            for d in range(len(shape) - 1, -1, -1):
+                if d in dims:
+                    continue
+                want = shape[d] if isinstance(shape[d], int) else 256
+                tile[d] = max(1, min(want, max(1, budget)))
+                budget = max(1, budget // tile[d])
+        for d in dims:
+            tile[d] = shape[d]
+        return tile
+
+    def prelu(self, op):
+        """Elementwise tiles of the input; the 1-D weight moves with the channel dim (dim 1), or is
+        the single weight of a 1-D input."""
+        x, w = op.inputs
+        out = op.outputs[0]
+        R = out.rank
+        tile = self.tile_of(op, out.shape)
+        grid = self.grid_of(out.shape, tile)
+        wacc = self.access(w, [1], [None], grid) if R == 1 else self.access(w, [tile[1]], [1], grid)
+        self.emit("prelu", [self.access(x, tile, range(R), grid), wacc], [self.access(out, tile, range(R), grid)],
+                  grid, op.attrs, op)
 
 
 class _FakeOp:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from ..ir.tile import TileOp
+from .expand import WHOLE
 
 
 class _Groups:
@@ -80,7 +81,7 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
         fusible, gm_groups = [], set()
         # earlier groups this op must follow through a GM tensor (RAW, WAR, WAW): fusing one of
         # them with a group that in turn depends on this op would make a cycle
-        gm_writes = [a.value.id for a in op.outputs] if op.kind in ("copy_out", "reshape") else []
+        gm_writes = [a.value.id for a in op.outputs] if op.kind == "copy_out" or op.kind in WHOLE else []
         hazard = set()
         for a in op.inputs:
             if (producer.get(a.value.id) is None or a.value.id in written) and a.value.id in last_write:
@@ -95,7 +96,7 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
                 continue
             pop, pacc = p
             if (fuse and op.core == "AIV" and pop.core == "AIV" and op.grid == pop.grid and op.grid != ()
-                    and pop.kind not in ("reshape",) and a.value.id not in written and _same_tiles(pacc, a)):
+                    and pop.kind not in WHOLE and a.value.id not in written and _same_tiles(pacc, a)):
                 fusible.append((k, pop))
             else:
                 gm_groups.add(group_of[pop.id])
@@ -130,7 +131,7 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
         pre, post = [], []
         ins = []
         for k, a in enumerate(op.inputs):
-            if op.kind == "reshape":
+            if op.kind in WHOLE:
                 ins.append(replace(a, mem="GM"))
             elif (op.id, k) in ub_reads:
                 ins.append(replace(a, mem="UB"))
@@ -151,7 +152,7 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
                 ins.append(ub)
         outs = []
         for a in op.outputs:
-            if op.kind in ("copy_out", "reshape"):
+            if op.kind == "copy_out" or op.kind in WHOLE:
                 outs.append(replace(a, mem="GM"))
                 continue
             local = replace(a, mem="L0C" if op.core == "AIC" else "UB")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop, Op
+from .expand import WHOLE
 
 
 class InvariantError(AssertionError):
@@ -60,7 +61,7 @@ def verify_tile_ops(roots_ops, after: str, memory_assigned: bool) -> None:
                         raise InvariantError(f"after {after}: {op.kind} has an empty tile {E.render_dims(a.shape)}")
             if not memory_assigned:
                 continue
-            compute = op.kind not in ("copy_in", "copy_out", "l1_to_l0a", "l1_to_l0b", "reshape")
+            compute = op.kind not in ("copy_in", "copy_out", "l1_to_l0a", "l1_to_l0b") and op.kind not in WHOLE
             if compute:
                 for a in op.inputs:
                     if a.mem not in _LOCAL_IN[op.core]:

@@ -23,6 +23,27 @@ def _vector_table():
     table.update({k: transcendental for k in ("exp", "log", "sqrt", "rsqrt", "reciprocal", "div", "sigmoid",
                                               "tanh")})
     table.update({"sum": (10, 64), "amax": (10, 64), "amin": (10, 64), "topk": (40, 16), "softmax": (50, 16)})
+    # issue 6: layout ops move data like transpose; indexing ops address element by element
+    table.update({k: fast for k in ("permute", "tril", "triu", "interleave", "deinterleave", "arange", "one_hot",
+                                    "quantize", "dequantize")})
+    table.update({k: (30, 8) for k in ("gather", "index_select", "index_add", "scatter", "scatter_update")})
+    table.update({"uniform": (40, 16), "normal": (60, 8)})  # Philox rounds; Box-Muller adds log/sqrt/sin/cos
+    # math.py / bitwise.py: rounding, sign, bitwise, logical and predicates are single cheap vector
+    # instructions; trig, erf, exp/log variants, pow and the division-based ops are multi-step
+    table.update({k: fast for k in ("ceil", "floor", "trunc", "round", "sign", "signbit", "axpy_", "bitwise_and",
+                                    "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+                                    "bitwise_right_shift", "logical_and", "logical_not", "isfinite", "isnan")})
+    table.update({k: transcendental for k in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "cos",
+                                              "cosh", "erf", "erfc", "exp2", "expm1", "log10", "log1p", "log2",
+                                              "sin", "sinh", "tan", "pow", "fmod", "remainder", "floor_div",
+                                              "ceil_div", "hypot", "atan2", "gcd")})
+    # activation.py / scan.py: lrelu is compare+mul+select, prelu adds a per-channel broadcast,
+    # expand_exp_dif is sub+exp; argmax/argmin track an index beside the value; var is a mean pass
+    # plus a squared-difference sum; scans carry along the scanned dim; argsort is a full sort
+    # (dearer than topk's partial one); the online-softmax pair costs like softmax's pieces
+    table.update({"lrelu": fast, "prelu": (10, 64), "expand_exp_dif": transcendental, "prod": (10, 64),
+                  "argmax": (16, 32), "argmin": (16, 32), "var": (30, 32), "cumsum": (20, 16), "cumprod": (20, 16),
+                  "argsort": (60, 8), "online_softmax": (50, 16), "online_softmax_update": (30, 32)})
     return table
 
 
