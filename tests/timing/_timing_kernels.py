@@ -181,3 +181,41 @@ def executed_tiles(record) -> int:
     """Tile instances the functional executor ran for the call behind ``record``."""
     done, _ = record.compiled.executor.last
     return sum(int(t.points.shape[0]) for dt in done for t in dt.tasks)
+
+
+# ---- written data and L2 capacity: fill y, then read it back tile by tile in a loop ------------------
+
+def make_fill_then_read(n):
+    @pypto.jit
+    def fill_then_read(y: pypto.Tensor([n, 64], FP32), out: pypto.Tensor([n, 64], FP32)):
+        pypto.set_vec_tile_shapes(64, 64)
+        y[:] = pypto.full([n, 64], 3.0, FP32)  # writes only: n * 256 bytes
+        for i in pypto.loop(n // 64):
+            out[i * 64:(i + 1) * 64, :] = y[i * 64:(i + 1) * 64, :] + 1.0
+
+    y, out = torch.zeros(n, 64), torch.zeros(n, 64)
+    fill_then_read(y, out)
+    assert torch.all(y == 3.0) and torch.all(out == 4.0)
+    return fill_then_read.last_run
+
+
+# ---- tensor elements in a view's valid shape or offset (not only in loop bounds) ----------------------
+
+@pypto.jit
+def gather_rows(x: pypto.Tensor([D, 64], FP32), idx: pypto.Tensor([D], INT32),
+                y: pypto.Tensor([D, 64], FP32), out: pypto.Tensor([D, 64], FP32)):
+    pypto.set_vec_tile_shapes(16, 64)
+    y[:] = pypto.exp(x)
+    for b in pypto.loop(idx.shape[0]):
+        r = idx[b]  # a view offset read from a tensor
+        out[b * 16:(b + 1) * 16, :] = pypto.view(x, [16, 64], [r * 16, 0]) + 1.0
+
+
+def run_gather_rows():
+    x = _rand(128, 64, seed=8)
+    idx = torch.tensor([3, 0, 7, 1], dtype=torch.int32)
+    y, out = torch.zeros_like(x), torch.zeros(64, 64)
+    gather_rows(x, idx, y, out)
+    want = torch.cat([x[16 * int(i):16 * int(i) + 16] + 1.0 for i in idx])
+    torch.testing.assert_close(out, want)
+    return gather_rows.last_run

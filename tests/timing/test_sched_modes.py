@@ -130,3 +130,19 @@ def test_fair_mode_costs_bookkeeping_when_tasks_outnumber_cores():
     disp = lambda tl: sum(a.end - a.start for a in tl.aicpu if a.name == "dispatch")  # noqa: E731
     extra = fair.machine.fair_extra_cycles * fair.stats["tasks"]
     assert disp(fair) - disp(fifo) >= extra * 0.9
+
+
+# ---- the L2 model itself ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rows, hits", [(512, "all"), (2048, "none")])
+def test_written_tiles_take_l2_capacity(rows, hits):
+    """Data a task wrote is in L2 until enough other data pushes it out: read back in the same
+    order, 128 KB of it fits the SMALL machine's 256 KB L2 (every read hits), 512 KB does not
+    (LRU under a sequential scan: every read misses)."""
+    with C.machine("small"):
+        record = K.make_fill_then_read(rows)
+        tl = C.check_invariants(record.timeline)
+    readers = [e for e in tl.events if "add" in e.leaf]
+    assert len(readers) == rows // 64
+    got = sum(e.l2_hits for e in readers)
+    assert got == (len(readers) if hits == "all" else 0), got
