@@ -296,15 +296,16 @@ def _simulator(compiled, opts):
     if stream is None:
         return None
     runtime = opts.runtime()
+    ran_on = current_machine()  # the machine of the call, not of the moment the timeline is read
 
     def simulate(overrides=None, machine=None):
-        from ..runtime.machine import current_machine, machine_model
+        from ..runtime.machine import machine_model
         from ..runtime.scheduler import simulate as run_sim
 
         rt = dict(runtime)
         if overrides:
             rt.update(_options.validate_group("runtime", overrides, param="runtime_options"))
-        return run_sim(compiled.lowered, stream, rt, machine_model(machine) if machine else current_machine(),
+        return run_sim(compiled.lowered, stream, rt, machine_model(machine) if machine else ran_on,
                        compiled.lowered.memory_key)
 
     return simulate

@@ -144,8 +144,13 @@ class Stitcher:
         self.parallel = 0  # depth of enclosing pypto.loop(parallel=True)
 
     def add_root(self, index: int, env: dict, load):
-        self.stream.append(("root", index, dict(env), frozenset(self.loads), self.parallel > 0))
-        self.loads.clear()
+        read: dict = {}  # tensor elements this root's addresses read, for the timing replay
+
+        def recorded(param, indices):
+            value = load(param, indices)
+            read[(param, tuple(indices))] = value
+            return value
+
         if self.current is None:
             self.current = DeviceTask(len(self.done))
             self._regions = {}
@@ -154,16 +159,20 @@ class Stitcher:
         dt.roots.append(inst)
         root = self.lowered.roots[index]
         for ci, call in enumerate(root.calls):
-            extents, points, offsets, valid, tiles = evaluate_call(call, env, load)
+            extents, points, offsets, valid, tiles = evaluate_call(call, env, recorded)
             if points.shape[0] == 0:
                 continue
-            extra = tuple(E.evaluate(x, env, load) for x in self.lowered.leaf_symbols.get(call.leaf.name, ()))
+            extra = tuple(E.evaluate(x, env, recorded) for x in self.lowered.leaf_symbols.get(call.leaf.name, ()))
             task = Task(next(self._task_ids), inst, ci, call, points, offsets, valid, extra, tuple(extents),
                         tuple(tiles))
             self._depend(dt, len(dt.tasks), task)
             dt.tasks.append(task)
+        # the replay record: control flow that read tensor values since the last root waits for
+        # the device (unless ready on host); the stitch limit itself is the simulator's to apply
+        self.stream.append(("root", index, dict(env), frozenset(self.loads), self.parallel > 0, read))
+        self.loads.clear()
         if len(dt.roots) >= self.max_roots:
-            self.flush()
+            self.flush(marker=False)
 
     def _depend(self, dt, index, task):
         """Add edges from earlier tasks whose GM regions overlap this task's."""
@@ -188,8 +197,11 @@ class Stitcher:
                         dt.edges.append((j, index, kind))
             entries.append((index, lo, hi, write))
 
-    def flush(self):
-        self.stream.append(("flush",))
+    def flush(self, marker: bool = True):
+        """Submit the current device task; ``marker`` records a program-imposed boundary
+        (``submit_before_loop``) that a replay under other options must keep."""
+        if marker:
+            self.stream.append(("flush",))
         if self.current is not None and self.current.tasks:
             self.submit(self.current)
         if self.current is not None:

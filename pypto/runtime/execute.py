@@ -305,7 +305,7 @@ class LoweredExecutor:
         else:
             stitcher = Stitcher(self.lowered, memory, max_roots, runner.run_device_task)
             returns = walk(self.lowered.control, env, stitcher, load)
-            stitcher.flush()
+            stitcher.flush(marker=False)
             done, stream = stitcher.done, stitcher.stream
             if self._straight and len(self._plans) < 64:
                 self._plans[key] = (done, stream)

@@ -47,8 +47,9 @@ class _Tasks:
     def __len__(self):
         return len(self.leaf)
 
-    def add_call(self, seq, root_env, call, vso, memory_key):
-        extents, points, offsets, valid, tiles = evaluate_call(call, root_env, None)
+    def add_call(self, seq, root_env, call, vso, memory_key, read=None):
+        load = (lambda param, indices: read[(param, tuple(indices))]) if read else None
+        extents, points, offsets, valid, tiles = evaluate_call(call, root_env, load)
         m = points.shape[0]
         if m == 0:
             return
@@ -195,9 +196,9 @@ class _Sim:
         seq = 0
         for item in stream:
             if item[0] == "root":
-                _, index, env, loads, parallel = item
+                _, index, env, loads, parallel, read = item
                 for call in lowered.roots[index].calls:
-                    self.tasks.add_call(seq, env, call, self.vso, memory_key)
+                    self.tasks.add_call(seq, env, call, self.vso, memory_key, read)
                 self.roots.append((seq, index, env, loads, parallel))
                 seq += 1
             else:

@@ -121,8 +121,6 @@ def test_twenty_thousand_tasks_simulate_quickly():
     assert tl.stats["cores_used"] == 48 and tl.stats["busy_cycles"]["AIC"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="jit._simulator reads current_machine() when the timeline is first "
-                   "read, not when the call ran, so a lazy timeline depends on set_machine calls made after it")
 def test_lazy_timeline_uses_the_machine_of_the_call():
     with C.machine("small"):
         record = K.run_chains(blocks=4)

@@ -54,19 +54,12 @@ def test_stitch_max_as_a_jit_option_of_a_real_call(rows16):
     assert len(done) == 8 and all(len(dt.roots) == 2 for dt in done)
 
 
-_STREAM_FLUSH_BUG = ("the control stream records the call's own max-roots flushes (control.py "
-                     "Stitcher.add_root -> flush appends ('flush',)), so the simulator replays the call's "
-                     "stitch limit on top of the one it is asked for")
-
-
-@pytest.mark.xfail(strict=True, reason=_STREAM_FLUSH_BUG)
 def test_jit_option_and_simulate_option_give_the_same_schedule(rows16):
     tl = K.run_rows(K.rows_stitch2, iterations=16).timeline
     same = rows16.simulate({"stitch_function_max_num": 2})
     assert [(e.task, e.start, e.end) for e in tl.events] == [(e.task, e.start, e.end) for e in same.events]
 
 
-@pytest.mark.xfail(strict=True, reason=_STREAM_FLUSH_BUG)
 def test_simulate_can_raise_stitch_max_above_the_calls():
     record = K.run_rows(K.rows_stitch2, iterations=16)
     deeper = record.simulate({"stitch_function_max_num": 128})
@@ -248,11 +241,6 @@ def test_control_does_not_stitch_on_while_the_cores_are_idle(runner, mode):
     assert _idle_while_stitching(tl) == []
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="the simulator re-evaluates each call's offsets with load=None "
-                   "(scheduler._Tasks.add_call -> control.evaluate_call(call, env, None)); the stream "
-                   "does not record the tensor elements control flow read, so a view offset or valid "
-                   "shape that reads one cannot be evaluated")
 def test_element_read_in_a_view_offset_waits_for_the_device():
     record = K.run_gather_rows()
     wait = C.check_invariants(record.timeline)
