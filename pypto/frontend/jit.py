@@ -112,7 +112,7 @@ class JitFunction:
         self._order: list = []  # keys in compile order
         self._hits = 0
         self._misses = 0
-        self._opts = (-1, None, None)
+        self._opts = (-1, None, None, False)
         self.call_log: collections.deque = collections.deque(maxlen=256)
         self.last_run: RunRecord | None = None
         functools.update_wrapper(self, fn)
@@ -126,7 +126,8 @@ class JitFunction:
 
     def _call(self, args, kwargs):
         t0 = time.perf_counter()
-        if self._resolved().run_mode == _options.RunMode.NPU:  # before compiling anything
+        self._resolved()
+        if self._opts[3]:  # run_mode NPU: refuse before compiling anything
             raise BackendUnavailableError(
                 "runtime_options['run_mode'] is NPU, but this build has no NPU backend",
                 expected="pypto.RunMode.SIM (1), the CPU simulator", got="pypto.RunMode.NPU (0)",
@@ -160,7 +161,7 @@ class JitFunction:
             # the compile-affecting options, interned to a small int so that hashing the cache key
             # on every call does not rehash every option value
             ckey = _OPTION_KEYS.setdefault(resolved.compile_key(), len(_OPTION_KEYS))
-            self._opts = (version, resolved, ckey)
+            self._opts = (version, resolved, ckey, resolved.run_mode == _options.RunMode.NPU)
         return self._opts[1]
 
     def _lookup(self, args, kwargs, count: bool):
@@ -295,14 +296,13 @@ def _simulator(compiled, opts):
     stream = getattr(executor, "last_stream", None)
     if stream is None:
         return None
-    runtime = opts.runtime()
     ran_on = current_machine()  # the machine of the call, not of the moment the timeline is read
 
     def simulate(overrides=None, machine=None):
         from ..runtime.machine import machine_model
         from ..runtime.scheduler import simulate as run_sim
 
-        rt = dict(runtime)
+        rt = opts.runtime()
         if overrides:
             rt.update(_options.validate_group("runtime", overrides, param="runtime_options"))
         return run_sim(compiled.lowered, stream, rt, machine_model(machine) if machine else ran_on,

@@ -45,6 +45,7 @@ class Task:
     key_extra: tuple = ()
     extents: tuple = ()  # grid extents
     tiles: tuple = ()  # per arg: evaluated tile shape
+    plans: dict = field(default_factory=dict)  # the runtime's gather/scatter plans for this task
 
     @property
     def leaf(self):

@@ -90,7 +90,9 @@ class Runner:
         groups: dict = {}
         for t in tasks:
             if t.points.shape[0] == 1:
-                key = (tuple(x for v in t.valid for x in v[0].tolist()), t.key_extra)
+                key = t.plans.get("single")
+                if key is None:
+                    key = t.plans["single"] = (tuple(x for v in t.valid for x in v[0].tolist()), t.key_extra)
                 groups.setdefault(key, []).append((t, None))
                 continue
             sig = np.concatenate(t.valid, axis=1) if t.valid else np.zeros((t.points.shape[0], 0), np.int64)
@@ -168,12 +170,19 @@ def _grid_view(memory, task, p, expand: bool, create: bool = False):
     """
     a = task.call.args[p]
     t = memory.tensor(a.value, task.root, create=create)
-    key = (task.call.id, p, task.extents, tuple(task.tiles[p]), task.offsets[p][0].tobytes(), expand, tuple(t.shape))
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _grid_plan(task, p, tuple(t.shape), expand)
-        if len(_PLANS) > 8192:
-            _PLANS.clear()
+    shape = t.shape
+    cached = task.plans.get((p, expand))  # tasks of straight-line programs are reused per call
+    if cached is not None and cached[0] == shape:
+        plan = cached[1]
+    else:
+        key = (task.call.id, p, task.extents, tuple(task.tiles[p]), task.offsets[p][0].tobytes(), expand,
+               tuple(shape))
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = _PLANS[key] = _grid_plan(task, p, tuple(shape), expand)
+            if len(_PLANS) > 8192:
+                _PLANS.clear()
+        task.plans[(p, expand)] = (shape, plan)
     if plan is False:
         return None
     index, split, order, extents, tile, n = plan
