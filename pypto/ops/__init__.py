@@ -7,6 +7,8 @@ from .creation import full, ones, tensor, zeros
 from .elementwise import (abs, add, cast, clip, div, eq, exp, ge, gt, le, log, lt, maximum, minimum, mul, ne,
                           neg, reciprocal, relu, rsqrt, sigmoid, sqrt, sub, tanh, where)
 from .matmul import matmul
+from .cube import conv, scaled_mm
+from .pack import pack, unpack
 from .math import (acos, acosh, asin, asinh, atan, atan2, atanh, axpy_, cbrt, ceil, ceil_div, cos, cosh, erf, erfc,
                    exp2, expm1, floor, floor_div, fmod, gcd, hypot, log1p, log2, log10, pow, remainder, round, sign,
                    signbit, sin, sinh, tan, trunc)
@@ -46,3 +48,10 @@ __all__ += [  # issue 6: indexing.py, layout.py, random.py, quant.py
     "deinterleave", "interleave", "pad", "permute", "tril", "tril_", "triu", "triu_", "unsqueeze",
     "dequantize", "quantize", "arange", "normal", "uniform",
 ]
+
+__all__ += ["conv", "scaled_mm", "pack", "unpack"]  # cube.py, pack.py (experimental: transposed_batchmatmul)
+
+from .more_indexing import (atomic_add, fillpad, gathermask, index_add__ub, index_add_ub,  # noqa: E402
+                           index_put_)
+
+__all__ += ["atomic_add", "fillpad", "gathermask", "index_add__ub", "index_add_ub", "index_put_"]  # more_indexing.py

@@ -20,7 +20,7 @@ def _bytes(a, op, k_index=None) -> int | None:
     shape = list(a.shape)
     if a.mem in ("L1", "L0A", "L0B"):  # the cube streams K through L1 and L0 in chunks
         k_dim = op.attrs.get("k_dim")
-        if k_dim is None and op.kind == "matmul" and k_index is not None and k_index < 2:
+        if k_dim is None and op.kind in ("matmul", "scaled_mm") and k_index is not None and k_index < 2:
             k_dim = op.attrs["k_dims"][k_index]
         if k_dim is not None:
             chunk = op.attrs["k_l1"] if a.mem == "L1" else op.attrs["k_tile"]

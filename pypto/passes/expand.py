@@ -40,7 +40,11 @@ ELEMENTWISE |= {"lrelu", "expand_exp_dif"}  # pypto/ops/activation.py
 REDUCTIONS |= {"prod"}  # pypto/ops/scan.py: partial products per tile, then a combine
 # ops whose dims named in attrs "dim"/"dims" stay whole in one tile, the grid running over the
 # others (pypto/ops/scan.py; online softmax in activation.py): see `Expander.dim_whole`
+WHOLE |= {"pack", "unpack"}  # pypto/ops/pack.py: bytes cross element boundaries
+WHOLE |= {"conv"}  # pypto/ops/cube.py: one AIC task over whole tensors (im2col tiling is not modelled)
 DIM_WHOLE = {"argmax", "argmin", "var", "cumsum", "cumprod", "argsort", "online_softmax", "online_softmax_update"}
+WHOLE |= {"index_put", "fillpad", "gather_in_ub", "gather_in_l1"}  # pypto/ops/more_indexing.py
+LAST_DIM_WHOLE |= {"gathermask"}  # pypto/ops/more_indexing.py: the masked last dim stays whole
 
 
 def default_tile(shape) -> tuple:
@@ -117,7 +121,7 @@ class Expander:
             return self.softmax(op)
         if kind == "assemble":
             return self.assemble(op.inputs[0], op.inputs[1], op.attrs["offsets"], op)
-        if kind == "matmul":
+        if kind in ("matmul", "scaled_mm"):  # scaled_mm: pypto/ops/cube.py
             return self.matmul(op)
         if kind == "transpose":
             return self.transpose(op)
@@ -274,13 +278,20 @@ class Expander:
         attrs["k_tile"] = cube[1][0] if cube else 64
         attrs["k_l1"] = cube[1][1] if cube else 256
         attrs["k_dims"] = (-2 if at else -1, -1 if bt else -2)  # where K sits in each operand
-        if cube and cube[3] and not (isinstance(K, int) and K <= attrs["k_l1"]):
+        if cube and cube[3] and op.kind == "matmul" and not (isinstance(K, int) and K <= attrs["k_l1"]):
             return self.matmul_split_k(op, operand, grid, tile, K, attrs)
         ins = [operand(a, R - 2, mt, at, True), operand(b, R - 1, nt, bt, False)]
+        if op.kind == "scaled_mm":  # block scales: the rows (columns) of this tile, every K block
+            sa, sb = op.inputs[2], op.inputs[3]
+            kb = sa.shape[0] if op.attrs["scale_a_trans"] else sa.shape[1]
+            ins.append(self.access(sa, [kb, mt, 2] if op.attrs["scale_a_trans"] else [mt, kb, 2],
+                                   [None, R - 2, None] if op.attrs["scale_a_trans"] else [R - 2, None, None], grid))
+            ins.append(self.access(sb, [nt, kb, 2] if op.attrs["scale_b_trans"] else [kb, nt, 2],
+                                   [R - 1, None, None] if op.attrs["scale_b_trans"] else [None, R - 1, None], grid))
         if "bias" in op.attrs:
             bias = op.inputs[op.attrs["bias"]]
             ins.append(self.access(bias, [1] * (bias.rank - 1) + [nt], [None] * (bias.rank - 1) + [R - 1], grid))
-        self.emit("matmul", ins, [self.access(out, tile, range(R), grid)], grid, attrs, op, core="AIC")
+        self.emit(op.kind, ins, [self.access(out, tile, range(R), grid)], grid, attrs, op, core="AIC")
 
     def matmul_split_k(self, op, operand, grid, tile, K, attrs):
         """enable_split_k: one cube task per (output tile, K chunk of kL1) writes a partial product
@@ -352,7 +363,8 @@ class Expander:
         """An op applied to whole tensors in one tile (reshape, gather ...): GM to GM on one core."""
         ins = [self.access(v, v.shape, [None] * v.rank, ()) for v in op.inputs]
         outs = [self.access(v, v.shape, [None] * v.rank, ()) for v in op.outputs]
-        self.emit(op.kind, ins, outs, (), op.attrs, op)
+        core = "AIC" if REGISTRY[op.kind].kind == "cube" else "AIV"  # conv runs on the cube
+        self.emit(op.kind, ins, outs, (), op.attrs, op, core=core)
 
     def last_dim_whole(self, op):
         """Tiles over the output's leading dims; every operand keeps its last dim whole (one_hot's

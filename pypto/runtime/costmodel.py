@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 
 PIPES = ("MTE_IN", "MTE1", "V", "M", "MTE_OUT", "S")
-_PIPE = {"copy_in": "MTE_IN", "l1_to_l0a": "MTE1", "l1_to_l0b": "MTE1", "copy_out": "MTE_OUT", "matmul": "M"}
+_PIPE = {"copy_in": "MTE_IN", "l1_to_l0a": "MTE1", "l1_to_l0b": "MTE1", "copy_out": "MTE_OUT", "matmul": "M",
+         "scaled_mm": "M", "conv": "M"}
 
 
 def vector_cycles(machine, kind: str, nbytes: float, itemsize: float) -> int:
@@ -37,11 +38,16 @@ def op_cycles(machine, op, sizes, l2_hit: bool) -> int:
         return int(8 + nbytes[0] / machine.l1_to_l0a_bw)
     if kind == "l1_to_l0b":
         return int(8 + nbytes[0] / machine.l1_to_l0b_bw)
-    if kind == "matmul":
+    if kind in ("matmul", "scaled_mm"):  # scaled_mm: the block scales are applied on the fly
         a, b = op.inputs[0], op.inputs[1]
         macs = _matmul_macs(op, sizes)
         rate = machine.cube_macs_per_cycle.get(int(a.value.dtype.itemsize), 1024)
         return int(machine.cube_latency + macs / rate)
+    if kind == "conv":  # whole-tensor conv on the cube: out elements x (Cin / groups x kernel) MACs
+        w = op.inputs[1]
+        cout = w.value.shape[0] if isinstance(w.value.shape[0], int) else 1
+        rate = machine.cube_macs_per_cycle.get(int(w.value.dtype.itemsize), 1024)
+        return int(machine.cube_latency + sizes[len(op.inputs)] * max(sizes[1], 1) / max(cout, 1) / rate)
     itemsize = accs[0].value.dtype.itemsize if accs else 4
     return vector_cycles(machine, kind, max(nbytes) if nbytes else 256, itemsize)
 

@@ -27,6 +27,7 @@ def _vector_table():
     table.update({k: fast for k in ("permute", "tril", "triu", "interleave", "deinterleave", "arange", "one_hot",
                                     "quantize", "dequantize")})
     table.update({k: (30, 8) for k in ("gather", "index_select", "index_add", "scatter", "scatter_update")})
+    table.update({"pack": fast, "unpack": fast})  # pack.py: byte copies (GM to GM)
     table.update({"uniform": (40, 16), "normal": (60, 8)})  # Philox rounds; Box-Muller adds log/sqrt/sin/cos
     # math.py / bitwise.py: rounding, sign, bitwise, logical and predicates are single cheap vector
     # instructions; trig, erf, exp/log variants, pow and the division-based ops are multi-step
@@ -44,6 +45,11 @@ def _vector_table():
     table.update({"lrelu": fast, "prelu": (10, 64), "expand_exp_dif": transcendental, "prod": (10, 64),
                   "argmax": (16, 32), "argmin": (16, 32), "var": (30, 32), "cumsum": (20, 16), "cumprod": (20, 16),
                   "argsort": (60, 8), "online_softmax": (50, 16), "online_softmax_update": (30, 32)})
+    # more_indexing.py: index_put and the paged gathers address element by element like gather;
+    # fillpad is a fill plus a copy, gathermask one masked (strided) vector copy. atomic_add lowers
+    # to view + add + assemble and is costed through those
+    table.update({k: (30, 8) for k in ("index_put", "gather_in_ub", "gather_in_l1")})
+    table.update({"fillpad": fast, "gathermask": fast})
     return table
 
 
@@ -76,6 +82,7 @@ class MachineModel:
     # compute
     vector_costs: dict = field(default_factory=_vector_table, compare=False, hash=False)
     vector_default: tuple = (10, 128)
+    # cube ops (matmul, scaled_mm, conv: runtime/costmodel.py) cost latency + MACs / this rate
     cube_macs_per_cycle: dict = field(default_factory=lambda: {1: 8192, 2: 4096, 4: 1024},
                                       compare=False, hash=False)  # by operand itemsize
     cube_latency: int = 20
