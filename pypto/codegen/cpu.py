@@ -102,11 +102,9 @@ def generate(leaf, variant: str = "") -> tuple[str, dict]:
         consts[f"D{i}"] = dts
         rank = len(op.outputs[0].shape)
         if kind in ("full", "tensor"):
-            shape = [s if isinstance(s, int) else None for s in op.outputs[0].shape]
             consts[f"S{i}"] = op.outputs[0].shape
             value = "ev(A%d['value'])" % i if kind == "full" else "0"
             lines.append(f"    {outs[0]} = _full(n, ev(S{i}), {value}, D{i}[0])")
-            del shape
         elif kind == "expand_clone":
             consts[f"S{i}"] = op.outputs[0].shape
             lines.append(f"    {outs[0]} = _expand(_pad_rank({ins[0]}, {rank}), ev(S{i})).to(D{i}[0])")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from .expr import render, render_dims
-from .graph import Block, Branch, Loop, Op, Program
+from .graph import Branch, Loop, Op, Program
 
 
 def _ty(v) -> str:

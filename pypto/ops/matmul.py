@@ -6,7 +6,6 @@ from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
 from ..errors import DTypeError, KernelRuntimeError, ShapeError
-from ..frontend.tensor import Tensor
 from ..ir import expr as E
 from .common import broadcast_shapes, check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
 from .registry import register

@@ -12,7 +12,8 @@ REDUCE_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT32, DT_INT16)
 FLOATS = (DT_FP32, DT_FP16, DT_BF16)
 
 
-def _reduce(op: str, x, dim, keepdim):
+def reduce_over(op: str, x, dim, keepdim, out_dtype=None):
+    """Emit ``op`` reducing ``x`` over one ``dim`` (the shape rule shared by every reduction)."""
     tensor_arg(x, op, "input")
     check_dtype(op, x, "input")
     v = x._value
@@ -23,22 +24,23 @@ def _reduce(op: str, x, dim, keepdim):
     else:
         shape = tuple(s for k, s in enumerate(v.shape) if k != d)
         valid = tuple(s for k, s in enumerate(v.valid_shape) if k != d)
-    return emit(op, [x], [(x.dtype, shape, valid)], {"dim": d, "keepdim": bool(keepdim)})
+    return emit(op, [x], [(out_dtype or x.dtype, shape, valid)], {"dim": d, "keepdim": bool(keepdim)})
+
 
 
 def sum(input, dim=-1, keepdim=False):  # noqa: A001 - upstream name
     """Sum over ``dim``."""
-    return _reduce("sum", input, dim, keepdim)
+    return reduce_over("sum", input, dim, keepdim)
 
 
 def amax(input, dim=-1, keepdim=False):
     """Maximum over ``dim``."""
-    return _reduce("amax", input, dim, keepdim)
+    return reduce_over("amax", input, dim, keepdim)
 
 
 def amin(input, dim=-1, keepdim=False):
     """Minimum over ``dim``."""
-    return _reduce("amin", input, dim, keepdim)
+    return reduce_over("amin", input, dim, keepdim)
 
 
 @register("sum", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)

@@ -15,7 +15,7 @@ from .._lazy import torch
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT16, DT_INT32, DT_INT64
 from ..errors import ArgumentTypeError, ShapeError
 from .common import check_dtype, emit, loc, norm_dim, tensor_arg
-from .reduce import _reduce
+from .reduce import reduce_over
 from .registry import register
 
 FLOATS = (DT_FP32, DT_FP16, DT_BF16)
@@ -25,7 +25,7 @@ FLOATS = (DT_FP32, DT_FP16, DT_BF16)
 
 def prod(input, dim, keepdim=False):
     """Product over ``dim`` (FP32, INT32, INT16; integer products wrap like the dtype)."""
-    return _reduce("prod", input, dim, keepdim)
+    return reduce_over("prod", input, dim, keepdim)
 
 
 @register("prod", kind="vector", fp32_math=True, dtypes=(DT_FP32, DT_INT32, DT_INT16))
@@ -37,17 +37,7 @@ def _prod(ins, attrs, ev):
 # ---- argmax / argmin ------------------------------------------------------------------------------
 
 def _arg_reduce(op, x, dim, keepdim):
-    tensor_arg(x, op, "input")
-    check_dtype(op, x, "input")
-    v = x._value
-    d = norm_dim(dim, v.rank, op)
-    if keepdim:
-        shape = tuple(1 if k == d else s for k, s in enumerate(v.shape))
-        valid = tuple(1 if k == d else s for k, s in enumerate(v.valid_shape))
-    else:
-        shape = tuple(s for k, s in enumerate(v.shape) if k != d)
-        valid = tuple(s for k, s in enumerate(v.valid_shape) if k != d)
-    return emit(op, [x], [(DT_INT32, shape, valid)], {"dim": d, "keepdim": bool(keepdim)})
+    return reduce_over(op, x, dim, keepdim, DT_INT32)
 
 
 def argmax(input, dim=-1, keepdim=False):

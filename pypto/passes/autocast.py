@@ -10,7 +10,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from ..dtypes import DT_BF16, DT_FP32
-from ..ir.graph import Block, Branch, Loop, Op
+from ..ir.graph import Block, Branch, Op
 from ..ops.registry import REGISTRY
 
 _SKIP = {"cast", "view", "assemble", "reshape", "tensor", "full", "clone", "concat", "transpose", "expand_clone"}

@@ -119,6 +119,7 @@ def lower(program, options, machine=None, fuse: bool = True):
 
     t0 = time.perf_counter()
     program = _autocast.autocast(program, new_id, lambda dt, s, v, n: new_value(dt, s, v, n))
+    verify_tensor_graph(program, "autocast")
     snap("autocast", "tensor", t0, program, format_program, tensor_dot)
 
     control, segments = split_segments(program)

@@ -39,7 +39,7 @@ def op_cycles(machine, op, sizes, l2_hit: bool) -> int:
     if kind == "l1_to_l0b":
         return int(8 + nbytes[0] / machine.l1_to_l0b_bw)
     if kind in ("matmul", "scaled_mm"):  # scaled_mm: the block scales are applied on the fly
-        a, b = op.inputs[0], op.inputs[1]
+        a = op.inputs[0]
         macs = _matmul_macs(op, sizes)
         rate = machine.cube_macs_per_cycle.get(int(a.value.dtype.itemsize), 1024)
         return int(machine.cube_latency + macs / rate)

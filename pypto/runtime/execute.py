@@ -285,7 +285,6 @@ class LoweredExecutor:
             else self.max_roots
         program = self.lowered.program
         params = program.params
-        written = self.lowered.written_params
         # written parameters are updated in place: every check that can fail on bad input runs
         # before execution starts
         work = list(tensors)

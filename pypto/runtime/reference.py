@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import KernelRuntimeError, PyptoError
 from ..ir import expr as E
-from ..ir.graph import Block, Branch, Loop, Op, Program, iter_ops
+from ..ir.graph import Branch, Loop, Op, Program, iter_ops
 from ..ops.registry import REGISTRY
 
 _HALF = ("torch.float16", "torch.bfloat16")  # compared by name: torch is imported lazily
