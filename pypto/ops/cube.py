@@ -29,7 +29,8 @@ from .._lazy import torch
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..ir import expr as E
-from .common import broadcast_shapes, check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
+from .common import check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
+from .matmul import matmul_dims
 from .registry import register
 
 SCALED_MM_IN = (DT_INT8, DT_FP16, DT_BF16)
@@ -60,18 +61,7 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
         raise DTypeError("pypto.scaled_mm: c_matrix_nz (NZ output format) is not supported by this build",
                          expected="c_matrix_nz=False", got="True", param="c_matrix_nz", loc=loc())
     a, b = mat_a._value, mat_b._value
-    if not 2 <= a.rank <= 4 or a.rank != b.rank:
-        raise ShapeError("pypto.scaled_mm: mat_a and mat_b must have the same rank, 2 to 4",
-                         expected="equal ranks in 2..4", got=f"ranks {a.rank} and {b.rank}", param="mat_b",
-                         loc=loc())
-    m, ka = (a.shape[-1], a.shape[-2]) if a_trans else (a.shape[-2], a.shape[-1])
-    kb, n = (b.shape[-1], b.shape[-2]) if b_trans else (b.shape[-2], b.shape[-1])
-    if not dims_equal(ka, kb):
-        raise ShapeError("pypto.scaled_mm: inner dims do not match",
-                         expected=f"K of mat_a ({E.render(ka)}) == K of mat_b",
-                         got=f"{E.render_dims(a.shape)} @ {E.render_dims(b.shape)}"
-                             f" (a_trans={a_trans}, b_trans={b_trans})", param="mat_b", loc=loc())
-    batch = broadcast_shapes("scaled_mm", [a.shape[:-2], b.shape[:-2]], ["mat_a", "mat_b"])
+    m, n, ka, kb, batch = matmul_dims("scaled_mm", a, b, a_trans, b_trans, ("mat_a", "mat_b"))
     kblocks = E.simplify_dim(E.ceildiv(ka, 2 * MX_BLOCK))
     for name, t, want in (("scale_a", scale_a, (kblocks, m, 2) if scale_a_trans else (m, kblocks, 2)),
                           ("scale_b", scale_b, (n, kblocks, 2) if scale_b_trans else (kblocks, n, 2))):

@@ -39,18 +39,7 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
         raise DTypeError("pypto.matmul: c_matrix_nz (NZ output format) is not supported by this build",
                          expected="c_matrix_nz=False", got="True", param="c_matrix_nz", loc=loc())
     a, b = input._value, mat2._value
-    if not 2 <= a.rank <= 4 or a.rank != b.rank:
-        raise ShapeError("pypto.matmul: operands must have the same rank, 2 to 4",
-                         expected="equal ranks in 2..4", got=f"ranks {a.rank} and {b.rank}",
-                         param="mat2", loc=loc())
-    m, ka = (a.shape[-1], a.shape[-2]) if a_trans else (a.shape[-2], a.shape[-1])
-    kb, n = (b.shape[-1], b.shape[-2]) if b_trans else (b.shape[-2], b.shape[-1])
-    if not dims_equal(ka, kb):
-        raise ShapeError("pypto.matmul: inner dims do not match",
-                         expected=f"K of input ({E.render(ka)}) == K of mat2",
-                         got=f"{E.render_dims(a.shape)} @ {E.render_dims(b.shape)}"
-                             f" (a_trans={a_trans}, b_trans={b_trans})", param="mat2", loc=loc())
-    batch = broadcast_shapes("matmul", [a.shape[:-2], b.shape[:-2]], ["input", "mat2"])
+    m, n, ka, kb, batch = matmul_dims("matmul", a, b, a_trans, b_trans, ("input", "mat2"))
     vm = a.valid_shape[-1] if a_trans else a.valid_shape[-2]
     vn = b.valid_shape[-2] if b_trans else b.valid_shape[-1]
     ins, attrs = [input, mat2], {"a_trans": bool(a_trans), "b_trans": bool(b_trans)}
@@ -76,6 +65,23 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
     shape = (*batch, m, n)
     valid = (*batch, vm, vn)
     return emit("matmul", ins, [(out_dt, shape, valid)], attrs)
+
+
+def matmul_dims(op, a, b, a_trans, b_trans, names):
+    """(M, N, K of a, K of b, batch shape) of ``a @ b``; rank, K and batch mismatches are errors."""
+    if not 2 <= a.rank <= 4 or a.rank != b.rank:
+        raise ShapeError(f"pypto.{op}: {names[0]} and {names[1]} must have the same rank, 2 to 4",
+                         expected="equal ranks in 2..4", got=f"ranks {a.rank} and {b.rank}",
+                         param=names[1], loc=loc())
+    m, ka = (a.shape[-1], a.shape[-2]) if a_trans else (a.shape[-2], a.shape[-1])
+    kb, n = (b.shape[-1], b.shape[-2]) if b_trans else (b.shape[-2], b.shape[-1])
+    if not dims_equal(ka, kb):
+        raise ShapeError(f"pypto.{op}: inner dims do not match",
+                         expected=f"K of {names[0]} ({E.render(ka)}) == K of {names[1]}",
+                         got=f"{E.render_dims(a.shape)} @ {E.render_dims(b.shape)}"
+                             f" (a_trans={a_trans}, b_trans={b_trans})", param=names[1], loc=loc())
+    batch = broadcast_shapes(op, [a.shape[:-2], b.shape[:-2]], list(names))
+    return m, n, ka, kb, batch
 
 
 def check_k(attrs, ev):
