@@ -294,7 +294,8 @@ def main(selected):
         if selected and not any(name.startswith(s) for s in selected):
             continue
         nb = build(name, cells)
-        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(OUT)}}).execute()
+        NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=False,
+                       resources={"metadata": {"path": str(OUT)}}).execute()
         for cell in nb.cells:  # keep stored notebooks small and stable
             cell.get("metadata", {}).pop("execution", None)
         nbformat.write(nb, OUT / f"{name}.ipynb")

@@ -26,12 +26,13 @@ PLOT_TIMEOUT_MS = 120_000
 _PROMPT_DONE = re.compile(r"^\[\d+\]:?$")
 _PROMPT_BUSY = re.compile(r"^\[\*\]:?$")
 
-# (prompts of the code cells, stderr/error output texts) of the visible notebook
+# (prompts of the non-empty code cells, stderr/error output texts) of the visible notebook
 _JS_CELL_STATE = """() => {
   const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
   if (!panel) return null;
-  const prompts = Array.from(panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt'))
-    .map(e => e.textContent.trim());
+  const prompts = Array.from(panel.querySelectorAll('.jp-CodeCell'))
+    .filter(c => (c.querySelector('.jp-InputArea-editor') || {}).textContent?.trim())
+    .map(c => c.querySelector('.jp-InputArea-prompt').textContent.trim());
   const stderr = Array.from(panel.querySelectorAll(
       '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'))
     .map(e => e.innerText);
@@ -93,7 +94,8 @@ class NotebookPage:
         return self.page.evaluate(_JS_CELL_STATE) or {"prompts": [], "stderr": []}
 
     def run_all(self, timeout: float = RUN_ALL_TIMEOUT) -> int:
-        """Run all cells; wait until every code cell shows an execution number.
+        """Run all cells; wait until every non-empty code cell shows an execution number (the
+        server's copies of the notebooks have none stored, see conftest.py).
 
         A fresh kernel sometimes ignores the first "Run All Cells": when no cell has started after
         RUN_ALL_RETRY_AFTER seconds and the kernel is idle, the command is issued again.

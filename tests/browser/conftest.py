@@ -2,16 +2,19 @@
 
 See the module docstring of ``test_lab_notebooks.py`` for what is tested and how to run it.
 
-* ``lab_server`` (module scope) copies ``notebooks/`` into a temporary folder and starts
-  JupyterLab there, bound to 127.0.0.1 on a free port with a random token. HOME, the Jupyter
-  config/data/runtime dirs, IPython's dir and JupyterLab's user-settings and workspaces dirs all
-  point into that temporary folder, so nothing in the repository or the venv is written to.
+* ``lab_server`` (module scope) copies ``notebooks/`` into a temporary folder, strips the
+  copies' stored outputs/execution counts/widget state, and starts JupyterLab there, bound to
+  127.0.0.1 on a free port with a random token. HOME, the Jupyter config/data/runtime dirs,
+  IPython's dir and JupyterLab's user-settings and workspaces dirs all point into that temporary
+  folder, so nothing in the repository or the venv is written to.
   The user settings silence the news/update pop-up and attach every notebook cell to the DOM
   (``windowingMode: none``), so the test can see all prompts and outputs.
 * ``browser`` (module scope) is Debian's chromium (``/usr/bin/chromium``, or ``$PYPTO_CHROMIUM``)
   driven by playwright; no browser is ever downloaded.
 
-Both are always shut down by their fixture's teardown, also when a test fails or is interrupted.
+Both are shut down by their fixture's teardown, also when a test fails or on Ctrl-C; if pytest
+itself is killed, the server gets SIGTERM (PR_SET_PDEATHSIG) and chromium exits with playwright's
+driver.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -84,6 +88,19 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): get SIGTERM when the process that started us dies, so a
+    killed pytest cannot leave a JupyterLab behind (its kernels follow it: ipykernel polls its
+    parent). PDEATHSIG fires when the forking *thread* ends, hence only used from the main thread."""
+    try:
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except Exception:
+        pass
 
 
 def _write_user_settings(settings_dir: Path) -> None:
@@ -167,10 +184,13 @@ def _start_lab(base: Path, root: Path, attempt: int) -> LabServer:
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers / CI often run as root
         cmd.append("--allow-root")
+    # The server stays in pytest's process group, so Ctrl-C or a job kill reaches it too.
+    preexec = (_die_with_parent if sys.platform.startswith("linux")
+               and threading.current_thread() is threading.main_thread() else None)
     log = open(log_path, "w", encoding="utf-8")
     try:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, preexec_fn=preexec)
     finally:
         log.close()  # the child holds its own copy of the descriptor
     server = LabServer(url=f"http://127.0.0.1:{port}", token=token, root=root,
@@ -205,17 +225,25 @@ def _stop_lab(server: LabServer) -> None:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             pass
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+    for stop, wait in ((proc.terminate, 10), (proc.kill, 5)):  # SIGTERM: a clean shutdown
         if proc.poll() is not None:
             break
-        try:
-            os.killpg(proc.pid, sig)  # the server's own session (start_new_session=True)
-        except ProcessLookupError:
-            break
+        stop()
         try:
             proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             pass
+
+
+def _strip_notebook(path: Path) -> None:
+    """Drop the stored outputs, execution counts and saved widget state of a notebook copy, so
+    everything the browser shows afterwards comes from this run (not from the file)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    nb.get("metadata", {}).pop("widgets", None)
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
 
 
 def notebooks_source() -> Path:
@@ -235,6 +263,8 @@ def lab_server(tmp_path_factory):
     root = base / "notebooks"
     src = notebooks_source()
     shutil.copytree(src, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    for nb in root.rglob("*.ipynb"):
+        _strip_notebook(nb)
 
     server, errors = None, []
     for attempt in range(3):  # a free port can be taken between probing and binding it

@@ -3,18 +3,21 @@
 README
 ------
 What it does: starts JupyterLab (bound to 127.0.0.1, a random token, a free port) on a temporary
-copy of ``notebooks/``, drives Debian's chromium headless through playwright, opens
-``00_quickstart.ipynb`` and ``03_runtime_options.ipynb``, runs all their cells and checks, in a
-``pypto_lab.show(...)`` dashboard of each:
+copy of ``notebooks/`` (stored outputs stripped, so all that is checked comes from this run),
+drives Debian's chromium headless through playwright, opens ``00_quickstart.ipynb`` and
+``03_runtime_options.ipynb``, runs all their cells (failing at once on a traceback) and checks the
+pypto_lab dashboards (``pypto_lab.show(...)`` / ``%%pypto``) of each, using for each check the
+first dashboard that has that tab:
 
 * Graph tab: an ``<svg>`` is visible inside ``.pypto-graph``;
 * Timeline tab: a plotly figure (``.js-plotly-plot`` / ``.plot-container``) inside
-  ``.pypto-timeline``;
+  ``.pypto-timeline``, with its bars (``.trace``) drawn, not just empty axes;
 * Tune tab: changing the ``.pypto-tune-device_sched_mode`` control changes the text of
-  ``.pypto-makespan`` (the kernel is re-simulated).
+  ``.pypto-makespan`` (the call is re-simulated in the kernel).
 
-A screenshot is saved as ``lab.png`` in the test's ``tmp_path`` (also when the test fails); the
-JupyterLab server log is next to the server's temporary root (see the failure message).
+A screenshot is saved as ``lab.png`` in the test's ``tmp_path`` (also when the test fails; its
+path is printed); the JupyterLab server log is in the ``jupyterlab*`` folder of the same pytest
+base temp dir.
 
 Run it::
 
@@ -30,7 +33,9 @@ Nothing in the repository is modified: the server's root, HOME, Jupyter dirs, Ju
 settings/workspaces are all temporary; the settings silence JupyterLab's news/update pop-ups.
 Flakiness handling: a fresh kernel sometimes ignores the first "Run All Cells", so the command is
 re-issued while no cell has started and the kernel is idle; tabs are waited on until current;
-the makespan is polled (each other sched-mode value is tried in turn) instead of read once.
+plot waits allow PLOT_TIMEOUT_MS (each plotly FigureWidget ships plotly's ~5 MB bundle over the
+websocket); the makespan is polled, trying each other sched mode (last one first) until it
+changes. Nothing is retried to hide a real failure: a blank timeline fails the test.
 """
 
 from __future__ import annotations
