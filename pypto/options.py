@@ -376,7 +376,7 @@ def _resolved_all() -> dict[str, dict[str, object]]:
     with _lock:
         if _cache is None or _cache[0] != _version:
             merged = {g: {n: OPTIONS[g, n].default for n in _NAMES[g]} for g in GROUPS}
-            for layer in [_global, *_scopes]:
+            for layer in [_global, *_scopes, *_forced]:
                 for group, values in layer.items():
                     merged[group].update(values)
             _cache = (_version, merged)
@@ -527,7 +527,8 @@ class ResolvedOptions:
 
 
 def effective(overrides: Mapping[str, Mapping] | None = None) -> ResolvedOptions:
-    """All current values merged with per-kernel jit dicts keyed by group (``"runtime"`` etc.)."""
+    """All current values merged with per-kernel jit dicts keyed by group (``"runtime"`` etc.),
+    then with any active `forced` settings, which win over both."""
     global _base
     with _lock:
         if _base is None or _base[0] != _version:
@@ -535,7 +536,37 @@ def effective(overrides: Mapping[str, Mapping] | None = None) -> ResolvedOptions
             values = tuple(sorted(((g, n), v) for g in GROUPS for n, v in merged[g].items()))
             _base = (_version, ResolvedOptions(values))
         base = _base[1]
-    return base.with_overrides(overrides) if overrides else base
+        forced = [dict(f) for f in _forced]
+    result = base.with_overrides(overrides) if overrides else base
+    for f in forced:
+        result = result.with_overrides(f)
+    return result
+
+
+_forced: list = []  # settings that override even a kernel's own jit options (the lab's %%pypto flags)
+
+
+class forced:
+    """Context manager: these settings win over scopes AND a kernel's own ``@pypto.jit(...)``
+    options while it is active (``pypto.options.forced(runtime_options={...})``)."""
+
+    def __init__(self, **group_dicts):
+        self.settings = {}
+        for key, values in group_dicts.items():
+            if values:
+                group = _group_name(key)
+                self.settings[group] = validate_group(group, values, param=key)
+
+    def __enter__(self):
+        with _lock:
+            _forced.append(self.settings)
+            _changed()
+        return self
+
+    def __exit__(self, *exc):
+        with _lock:
+            _forced.remove(self.settings)
+            _changed()
 
 
 def describe() -> str:

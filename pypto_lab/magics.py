@@ -138,7 +138,10 @@ class PyptoMagics(Magics):
             if not any(k is kernel for k in kernels):
                 kernels.append(kernel)
 
-        scope = pypto.options(runtime_options=runtime) if runtime else contextlib.nullcontext()
+        # the flags apply to every kernel the cell calls, even one with its own runtime_options
+        from pypto.options import forced
+
+        scope = forced(runtime_options=runtime) if runtime else contextlib.nullcontext()
         add_call_listener(called)
         try:
             with scope, _clean_pypto_errors(self.shell):

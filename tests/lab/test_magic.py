@@ -76,6 +76,20 @@ def test_runtime_options_reach_every_kernel_and_are_restored(shell, magics):
     assert shell.user_ns["add"].last_run.timeline.options["device_sched_mode"] == 0
 
 
+def test_flags_win_over_a_kernels_own_runtime_options(shell, magics):
+    shell.run_cell("""
+@pypto.jit(runtime_options={"device_sched_mode": 2, "stitch_function_max_num": 16})
+def pinned(x: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32)):
+    out[:] = x * 3.0
+""")
+    run(shell, "--sched-mode 1 --show cache", "pinned(x, out)")
+    options = shell.user_ns["pinned"].last_run.timeline.options
+    assert options["device_sched_mode"] == 1  # the cell's flag
+    assert options["stitch_function_max_num"] == 16  # the kernel's own option, not overridden
+    shell.run_cell("pinned(x, out)")
+    assert shell.user_ns["pinned"].last_run.timeline.options["device_sched_mode"] == 2
+
+
 def test_one_dashboard_per_kernel_in_call_order(shell, magics):
     cap = run(shell, "--show cache,timeline", "scale(x, out)\nadd(x, out, out)\nscale(out, out)\nadd(x, x, out)\n")
     assert [k.__name__ for k in magics.last_kernels] == ["scale", "add"]

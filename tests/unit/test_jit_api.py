@@ -144,3 +144,20 @@ def test_returned_tensors_have_runtime_shapes():
         torch.testing.assert_close(y, ref.half(), rtol=1e-3, atol=1e-3)
         torch.testing.assert_close(s, ref.half().float().sum(1).half(), rtol=2e-3, atol=2e-3)
     assert k.cache_info().misses == 1
+
+
+def test_forced_options_win_over_the_kernels_own_and_end_with_the_block():
+    from pypto.options import forced
+
+    kernel = pypto.jit(body, runtime_options={"device_sched_mode": 2})
+    _run(kernel)
+    assert kernel.last_run.timeline.options["device_sched_mode"] == 2
+    with forced(runtime_options={"device_sched_mode": 3}):
+        assert pypto.get_runtime_options()["device_sched_mode"] == 3
+        _run(kernel)
+        assert kernel.last_run.timeline.options["device_sched_mode"] == 3
+        assert kernel.last_run.cache_hit is True  # a runtime-only option: no recompile
+    _run(kernel)
+    assert kernel.last_run.timeline.options["device_sched_mode"] == 2
+    with pytest.raises(pypto.OptionError):
+        forced(runtime_options={"device_sched_mode": 9})
