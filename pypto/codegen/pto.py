@@ -40,18 +40,10 @@ def listing(leaf, variant: str = "") -> str:
             return names.get(a.local_key, f"%{a.value.name}")
         outs = [operand("out", k, a) for k, a in enumerate(op.outputs)]
         ins = [operand("in", k, a) for k, a in enumerate(op.inputs)]
-        attrs = ", ".join(f"{k}={_fmt(v)}" for k, v in op.attrs.items() if k not in ("bcast", "k_check"))
+        attrs = ", ".join(f"{k}={E.render_attr(v)}" for k, v in op.attrs.items() if k not in ("bcast", "k_check"))
         line = f"{mnemonic(op.kind):<10} {', '.join(outs + ins)}"
         if op.kind == "matmul":
             body.append(f"for k in [0, K) step {op.attrs.get('k_tile', 64)}:  // stream K through L1 -> L0A/L0B")
             line = "  " + line + "  // accumulate in L0C"
         body.append(line + (f"   ; {attrs}" if attrs else ""))
     return "\n".join(head + body) + "\n"
-
-
-def _fmt(v):
-    if isinstance(v, tuple):
-        return E.render_dims(v)
-    if hasattr(v, "short"):
-        return v.short
-    return E.render(v)

@@ -261,6 +261,15 @@ def render_dims(dims) -> str:
     return "[" + ", ".join(render(d) for d in dims) + "]"
 
 
+def render_attr(v) -> str:
+    """An op attribute as text: dims as a list, dtypes by their short name, scalars as text."""
+    if isinstance(v, tuple):
+        return render_dims(v)
+    if hasattr(v, "short"):
+        return v.short
+    return render(v)
+
+
 # ---- evaluation -------------------------------------------------------------------------------
 
 def free_symbols(e) -> set:

@@ -86,16 +86,8 @@ class TileOp:
         grid = "x".join(E.render(g) for g in self.grid) or "1"
         ins = ", ".join(a.describe() for a in self.inputs)
         outs = ", ".join(a.describe() for a in self.outputs)
-        attrs = ", ".join(f"{k}={_short(v)}" for k, v in self.attrs.items() if k not in ("bcast",))
+        attrs = ", ".join(f"{k}={E.render_attr(v)}" for k, v in self.attrs.items() if k not in ("bcast",))
         return f"{outs} = {self.kind}({ins}{', ' if attrs and ins else ''}{attrs})  grid[{grid}] {self.core}"
-
-
-def _short(v):
-    if isinstance(v, tuple):
-        return E.render_dims(v)
-    if hasattr(v, "short"):
-        return v.short
-    return E.render(v)
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,22 +43,19 @@ def amin(input, dim=-1, keepdim=False):
     return reduce_over("amin", input, dim, keepdim)
 
 
-@register("sum", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)
-def _sum(ins, attrs, ev):
-    """Sum over one dim of the valid region."""
-    return torch.sum(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
+def dim_reduce_compute(name: str, what: str):
+    """Reference semantics ``torch.<name>(x, dim, keepdim)`` over the valid region."""
+
+    def compute(ins, attrs, ev):
+        return getattr(torch, name)(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
+
+    compute.__doc__ = f"{what} over one dim of the valid region."
+    return compute
 
 
-@register("amax", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)
-def _amax(ins, attrs, ev):
-    """Maximum over one dim of the valid region."""
-    return torch.amax(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
-
-
-@register("amin", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)
-def _amin(ins, attrs, ev):
-    """Minimum over one dim of the valid region."""
-    return torch.amin(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
+register("sum", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)(dim_reduce_compute("sum", "Sum"))
+register("amax", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)(dim_reduce_compute("amax", "Maximum"))
+register("amin", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)(dim_reduce_compute("amin", "Minimum"))
 
 
 def softmax(input, dim=-1):

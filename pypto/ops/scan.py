@@ -15,7 +15,7 @@ from .._lazy import torch
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT16, DT_INT32, DT_INT64
 from ..errors import ArgumentTypeError, ShapeError
 from .common import check_dtype, emit, loc, norm_dim, tensor_arg
-from .reduce import reduce_over
+from .reduce import dim_reduce_compute, reduce_over
 from .registry import register
 
 FLOATS = (DT_FP32, DT_FP16, DT_BF16)
@@ -28,10 +28,8 @@ def prod(input, dim, keepdim=False):
     return reduce_over("prod", input, dim, keepdim)
 
 
-@register("prod", kind="vector", fp32_math=True, dtypes=(DT_FP32, DT_INT32, DT_INT16))
-def _prod(ins, attrs, ev):
-    """Product over one dim of the valid region."""
-    return torch.prod(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
+register("prod", kind="vector", fp32_math=True, dtypes=(DT_FP32, DT_INT32, DT_INT16))(
+    dim_reduce_compute("prod", "Product"))
 
 
 # ---- argmax / argmin ------------------------------------------------------------------------------
@@ -50,16 +48,10 @@ def argmin(input, dim=-1, keepdim=False):
     return _arg_reduce("argmin", input, dim, keepdim)
 
 
-@register("argmax", kind="vector", fp32_math=True, dtypes=FLOATS)
-def _argmax(ins, attrs, ev):
-    """Index of the first maximum along one dim of the valid region."""
-    return torch.argmax(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
-
-
-@register("argmin", kind="vector", fp32_math=True, dtypes=FLOATS)
-def _argmin(ins, attrs, ev):
-    """Index of the first minimum along one dim of the valid region."""
-    return torch.argmin(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
+register("argmax", kind="vector", fp32_math=True, dtypes=FLOATS)(
+    dim_reduce_compute("argmax", "Index of the first maximum"))
+register("argmin", kind="vector", fp32_math=True, dtypes=FLOATS)(
+    dim_reduce_compute("argmin", "Index of the first minimum"))
 
 
 # ---- var ------------------------------------------------------------------------------------------
