@@ -299,6 +299,9 @@ _TABLE: tuple[OptionSpec, ...] = (
     _o("debug", "runtime_debug_mode", "int", 0, "1 swimlane data, 2 host AICORE model, 3 dependency "
        "check dump, 4 GM out-of-bounds check.", (0, 4)),
     _o("debug", "dump_pass_graph", "list_str", (), "Passes whose output graph is dumped."),
+    _o("debug", "serial_execution", "bool", False, "This simulator only: run a call's tasks one at a "
+       "time and tile by tile in program order, instead of batched by dependency level (to compare "
+       "the two).", **_R),
     _o("operation", "combine_axis", "bool", True, "Inline tail-axis broadcasts in generated code."),
 )
 

@@ -1,9 +1,16 @@
 """The executable form of a leaf function: generated Python over torch.
 
-A leaf runs for a batch of tile instances at once (they run in parallel on the simulated cores
-anyway): every loaded tile has a leading batch dim, so ``[n, 32, 64]`` holds n tiles of 32x64.
-The generated function takes the loaded GM inputs and returns the tiles to store; op semantics
-come from each op's registered reference compute, with dims shifted past the batch dim.
+A leaf runs for a whole batch of tile instances at once (they run in parallel on the simulated
+cores anyway). Every GM operand arrives as one tensor ``[*B, *tile]``: ``B`` holds the batch dims
+(loop iterations and grid points the runtime stacked, usually a strided view of the GM tensor, not
+a copy) and the tile dims follow. When the runtime folds grid axes into the tile dims (a leaf whose
+ops do not mix tiles along them), a "tile" is a whole region of the tensor.
+
+The code is generated per number of batch dims (``nb``): op attrs that name dims are shifted past
+the batch dims once, at generation time, and each op's compute function is bound then too, so a
+call does no registry lookups. A local buffer is deleted after its last use (``del``), so a leaf
+holds at most the tiles still needed; ``S[i]`` gives the runtime shape of the tile an op creates
+(``full``, ``tensor``, ``expand_clone``).
 """
 
 from __future__ import annotations
@@ -15,119 +22,183 @@ from ..ops.registry import REGISTRY
 from ..passes.expand import WHOLE
 from .._lazy import torch
 
-_HALF = ("torch.float16", "torch.bfloat16")
+_HALF = ("fp16", "bf16")
+MOVES = ("copy_in", "copy_out", "l1_to_l0a", "l1_to_l0b")
+CREATES = ("full", "tensor", "expand_clone")
 
 
-def shift_attrs(attrs) -> dict:
-    """Op attrs for batched tiles: dims move past the leading batch dim."""
+def shift_attrs(attrs, nb: int = 1) -> dict:
+    """Op attrs for batched tiles: dims move past the ``nb`` leading batch dims."""
     out = dict(attrs)
-    if "dim" in out:
-        out["dim"] = out["dim"] + 1
+    if "dim" in out and isinstance(out["dim"], int):
+        out["dim"] = out["dim"] + nb if out["dim"] >= 0 else out["dim"]
     if "dims" in out:
-        out["dims"] = tuple(d + 1 for d in out["dims"])
+        out["dims"] = tuple(d + nb if d >= 0 else d for d in out["dims"])
     if "bcast" in out:
-        out["bcast"] = tuple((False,) + tuple(f) for f in out["bcast"])
+        out["bcast"] = tuple((False,) * nb + tuple(f) for f in out["bcast"])
     return out
 
 
-def _apply(kind, ins, attrs, ev, out_dtypes):
-    d = REGISTRY[kind]
-    if d.fp32_math:
-        ins = [t.float() if str(t.dtype) in _HALF else t for t in ins]
-    res = d.compute(ins, attrs, ev)
-    res = res if isinstance(res, tuple) else (res,)
-    return tuple(r if r.dtype == dt else r.to(dt) for r, dt in zip(res, out_dtypes))
+def _pad_rank(x, rank, nb):
+    """Insert size-1 dims after the batch dims so a lower-rank operand broadcasts like numpy."""
+    missing = rank + nb - x.dim()
+    if missing <= 0:
+        return x
+    return x.reshape(tuple(x.shape[:nb]) + (1,) * missing + tuple(x.shape[nb:]))
 
 
-def _pad_rank(x, rank):
-    """Insert size-1 dims after the batch dim so a lower-rank operand broadcasts like numpy."""
-    while x.dim() < rank + 1:
-        x = x.unsqueeze(1)
-    return x
+def _full(B, shape, value, dtype):
+    # one tile, broadcast over the batch: the batch shares the values and costs no memory
+    t = torch.full(tuple(shape), value, dtype=dtype)
+    return t.expand(*B, *t.shape)
 
 
-def _full(n, shape, value, dtype):
-    return torch.full((n, *shape), value, dtype=dtype)
-
-
-def _expand(x, shape):
-    size = [x.shape[0]] + [s if x.shape[k + 1] == 1 else x.shape[k + 1] for k, s in enumerate(shape)]
+def _expand(x, B, shape):
+    nb = len(B)
+    size = list(B) + [s if x.shape[nb + k] == 1 else x.shape[nb + k] for k, s in enumerate(shape)]
     return x.expand(size).clone()
 
 
-def _per_instance(kind, x, attrs, ev, out_dtype):
-    return torch.stack([_apply(kind, [x[i]], attrs, ev, (out_dtype,))[0] for i in range(x.shape[0])])
+def _whole(compute, ins, attrs, ev, out_dtypes, B):
+    """A whole-tensor (GM->GM) op, one batch instance at a time, with its unshifted attrs."""
+    nb = len(B)
+    n = math.prod(B)
+    flat = [x.reshape(n, *x.shape[nb:]) for x in ins]
+    res = []
+    for i in range(n):
+        r = compute([x[i] for x in flat], attrs, ev)
+        res.append(r if isinstance(r, tuple) else (r,))
+    outs = []
+    for k, dt in enumerate(out_dtypes):
+        t = torch.stack([r[k] for r in res])
+        t = t if t.dtype == dt else t.to(dt)
+        outs.append(t.reshape(*B, *t.shape[1:]))
+    return tuple(outs)
 
 
-def _whole(kind, ins, attrs, ev, out_dtypes, n):
-    """A whole-tensor (GM->GM) op, one instance at a time, with its unshifted attrs."""
-    res = [_apply(kind, [x[i] for x in ins], attrs, ev, out_dtypes) for i in range(n)]
-    return tuple(torch.stack([r[k] for r in res]) for k in range(len(out_dtypes)))
+RUNTIME = {"_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole, "torch": torch}
 
 
-RUNTIME = {"_apply": _apply, "_pad_rank": _pad_rank, "_full": _full, "_expand": _expand,
-           "_per_instance": _per_instance, "_whole": _whole, "torch": torch}
+def _local_names(leaf) -> dict:
+    """Local buffer name per local key, in first-use order (readable, unique)."""
+    names: dict = {}
+    for i, op in enumerate(leaf.ops):
+        for role, accs in (("in", op.inputs), ("out", op.outputs)):
+            for k, a in enumerate(accs):
+                if (i, role, k) in leaf.param_of or a.local_key in names:
+                    continue
+                names[a.local_key] = f"{a.mem.lower()}{len(names)}_{a.value.name}".replace(".", "_")
+    return names
 
 
-def generate(leaf, variant: str = "") -> tuple[str, dict]:
-    """(Python source, its constants) of the executable form of ``leaf``."""
-    lines = [f"def {leaf.name}{'_' + variant if variant else ''}(P, ev, n):",
+def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
+    """(Python source, its constants) of the executable form of ``leaf`` for ``nb`` batch dims."""
+    name = f"{leaf.name}{'_' + variant if variant else ''}"
+    lines = [f"def {name}(P, ev, B, S):",
              f"    \"\"\"{leaf.core} leaf {leaf.name}{' (' + variant + ' variant)' if variant else ''}: "
-             f"P[i] is the batch of tiles of GM param i.\"\"\"",
+             f"P[i] is GM param i as [*B, *tile] ({nb} batch dim{'s' if nb != 1 else ''}).\"\"\"",
              "    out = {}"]
     consts: dict = {}
-    local: dict = {}
+    names = _local_names(leaf)
 
-    def buf(a):
-        key = a.local_key
-        if key not in local:
-            local[key] = f"{a.mem.lower()}{len(local)}_{a.value.name}".replace(".", "_")
-        return local[key]
-
-    def src(op, role, k, a):
+    def ref(i, role, k, a):
         p = leaf.param_of.get((i, role, k))
-        return f"P[{p}]" if p is not None else buf(a)
+        if p is None:
+            return names[a.local_key]
+        return f"P[{p}]" if role == "in" else f"out[{p}]"
 
+    # last op reading each local buffer: it is deleted right after (the leaf's own lifetimes)
+    last_use: dict = {}
     for i, op in enumerate(leaf.ops):
-        ins = [src(op, "in", k, a) for k, a in enumerate(op.inputs)]
-        outs = [f"out[{leaf.param_of[(i, 'out', k)]}]" if (i, "out", k) in leaf.param_of else buf(a)
-                for k, a in enumerate(op.outputs)]
+        for k, a in enumerate(op.inputs):
+            if (i, "in", k) not in leaf.param_of:
+                last_use[names[a.local_key]] = i
+    for i, op in enumerate(leaf.ops):
+        ins = [ref(i, "in", k, a) for k, a in enumerate(op.inputs)]
+        outs = [ref(i, "out", k, a) for k, a in enumerate(op.outputs)]
         kind = op.kind
-        dts = tuple(a.value.dtype.torch() for a in op.outputs)
-        if kind in ("copy_in", "copy_out", "l1_to_l0a", "l1_to_l0b"):
+        if kind in MOVES:
             lines.append(f"    {outs[0]} = {ins[0]}  # {kind}: {op.inputs[0].mem} -> {op.outputs[0].mem}")
-            continue
-        aname = f"A{i}"
-        consts[aname] = MappingProxyType(dict(op.attrs) if kind in WHOLE else shift_attrs(op.attrs))
-        consts[f"D{i}"] = dts
-        rank = len(op.outputs[0].shape)
-        if kind in ("full", "tensor"):
-            consts[f"S{i}"] = op.outputs[0].shape
-            value = "ev(A%d['value'])" % i if kind == "full" else "0"
-            lines.append(f"    {outs[0]} = _full(n, ev(S{i}), {value}, D{i}[0])")
-        elif kind == "expand_clone":
-            consts[f"S{i}"] = op.outputs[0].shape
-            lines.append(f"    {outs[0]} = _expand(_pad_rank({ins[0]}, {rank}), ev(S{i})).to(D{i}[0])")
-        elif kind in WHOLE:  # reshape, gather ...: per instance on the whole (valid) tensors
-            target = ", ".join(outs) + ("," if len(outs) == 1 else "")
-            lines.append(f"    {target} = _whole({kind!r}, [{', '.join(ins)}], {aname}, ev, D{i}, n)")
         else:
-            padded = ", ".join(f"_pad_rank({x}, {rank})" if len(a.shape) < rank else x
-                               for x, a in zip(ins, op.inputs))
-            target = ", ".join(outs) + ("," if len(outs) == 1 else "")
-            lines.append(f"    {target} = _apply({kind!r}, [{padded}], {aname}, ev, D{i})")
+            lines += _op_lines(i, op, ins, outs, consts, nb)
+        dead = [x for x in dict.fromkeys(ins) if last_use.get(x) == i]
+        if dead:
+            lines.append(f"    del {', '.join(dead)}")
     lines.append("    return out")
     return "\n".join(lines) + "\n", consts
 
 
+def _op_lines(i, op, ins, outs, consts, nb) -> list:
+    kind = op.kind
+    d = REGISTRY[kind]
+    dts = tuple(a.value.dtype.torch() for a in op.outputs)
+    consts[f"D{i}"] = dts
+    consts[f"A{i}"] = MappingProxyType(dict(op.attrs) if kind in WHOLE else shift_attrs(op.attrs, nb))
+    rank = len(op.outputs[0].shape)
+    target = ", ".join(outs) + ("," if len(outs) == 1 else "")
+    if kind in ("full", "tensor"):
+        value = f"ev(A{i}['value'])" if kind == "full" else "0"
+        return [f"    {outs[0]} = _full(B, S[{i}], {value}, D{i}[0])"]
+    if kind == "expand_clone":
+        return [f"    {outs[0]} = _expand(_pad_rank({ins[0]}, {rank}, {nb}), B, S[{i}]).to(D{i}[0])"]
+    consts[f"F{i}"] = d.compute
+    if kind in WHOLE:  # reshape, gather ...: per instance on the whole (valid) tensors
+        return [f"    {target} = _whole(F{i}, [{', '.join(ins)}], A{i}, ev, D{i}, B)"]
+    args = []
+    for x, a in zip(ins, op.inputs):
+        if len(a.shape) < rank:
+            x = f"_pad_rank({x}, {rank}, {nb})"
+        if d.fp32_math and a.value.dtype.short in _HALF:  # upstream computes half types in fp32
+            x = f"{x}.float()"
+        args.append(x)
+    if len(outs) == 1:  # a compute may return a 1-tuple
+        lines = [f"    {outs[0]} = F{i}([{', '.join(args)}], A{i}, ev)",
+                 f"    if {outs[0]}.__class__ is tuple: {outs[0]} = {outs[0]}[0]"]
+    else:
+        lines = [f"    {target} = F{i}([{', '.join(args)}], A{i}, ev)"]
+    for k, x in enumerate(outs):  # results in the declared dtype (one check, no copy when equal)
+        lines.append(f"    if {x}.dtype is not D{i}[{k}]: {x} = {x}.to(D{i}[{k}])")
+    return lines
+
+
+class LeafExecutable:
+    """The executable form of one leaf (one variant), generated per number of batch dims.
+
+    ``executable(P, ev, B, S)`` runs it: ``P`` the GM operands as ``[*B, *tile]`` tensors (None for
+    outputs), ``ev`` evaluates symbolic attrs, ``B`` the batch shape, ``S`` {op index: the shape of a
+    tile the op creates}. It returns {param index: result tensor ``[*B, *tile]``}.
+    """
+
+    def __init__(self, leaf, variant: str = ""):
+        self.leaf = leaf
+        self.variant = variant
+        self.name = f"{leaf.name}{'_' + variant if variant else ''}"
+        self.source, self._fns = self._build(1)
+        self._by_nb = {1: self._fns}
+
+    def _build(self, nb):
+        source, consts = generate(self.leaf, self.variant, nb)
+        namespace = dict(RUNTIME)
+        namespace.update(consts)
+        code = compile(source, f"<pypto leaf {self.name}{'' if nb == 1 else f' nb={nb}'}>", "exec")
+        exec(code, namespace)  # noqa: S102 - our own generated code
+        return source, namespace[self.name]
+
+    def for_batch(self, nb: int):
+        """The generated function for ``nb`` leading batch dims."""
+        fn = self._by_nb.get(nb)
+        if fn is None:
+            fn = self._by_nb[nb] = self._build(nb)[1]
+        return fn
+
+    def __call__(self, P, ev, B, S=None):
+        return self.for_batch(len(B))(P, ev, tuple(B), S or {})
+
+
 def compile_leaf(leaf, variant: str = ""):
-    """(source, callable) of the executable form."""
-    source, consts = generate(leaf, variant)
-    namespace = dict(RUNTIME)
-    namespace.update(consts)
-    code = compile(source, f"<pypto leaf {leaf.name}{'.' + variant if variant else ''}>", "exec")
-    exec(code, namespace)  # noqa: S102 - our own generated code
-    return source, namespace[f"{leaf.name}{'_' + variant if variant else ''}"]
+    """(source, executable) of the executable form (source shown for one batch dim)."""
+    ex = LeafExecutable(leaf, variant)
+    return ex.source, ex
 
 
 def nbytes(shape, dtype) -> int:

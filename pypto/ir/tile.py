@@ -159,3 +159,16 @@ class RootFunction:
     deps: tuple  # (i, j): call j depends on call i
     tile_graph: TileGraph = field(repr=False, default=None)
     subgraphs: tuple = field(repr=False, default=())
+
+
+def leaf_symbols(leaf) -> tuple:
+    """Symbolic values a leaf's code evaluates (scalar attrs, runtime tile sizes): tasks are only
+    batched together when these agree."""
+    out = []
+    for op in leaf.ops:
+        for v in op.attrs.values():
+            if isinstance(v, E.Expr):
+                out.append(v)
+        for a in op.inputs + op.outputs:
+            out += [s for s in a.shape if isinstance(s, E.Expr)]
+    return tuple(dict.fromkeys(out))

@@ -98,9 +98,8 @@ def _block_scales(s, k, like):
     lead = s.shape[:-3]
     full = s.reshape(*lead, s.shape[-3], -1).repeat_interleave(MX_BLOCK, dim=-1).narrow(-1, 0, k)
     if lead:
-        full = full.reshape(lead[0], full.shape[-2], k)
         while full.dim() < like.dim():
-            full = full.unsqueeze(1)
+            full = full.unsqueeze(len(lead))
     return full
 
 

@@ -17,7 +17,10 @@ from ..ir import expr as E
 from ..ir.graph import Value, iter_ops
 from ..ir.printer import format_program
 from ..ir.dot_lower import codegen_dot, execute_dot, leaves_dot, partition_dot, tensor_dot, tile_dot
+from ..ir.tile import leaf_symbols
 from ..record import PassSnapshot
+from ..runtime.memory import definition_scopes
+from ..runtime.plan import mergeable_axes
 from ..runtime.machine import current_machine
 from . import autocast as _autocast
 from .buffers import BufferOverflowError
@@ -59,10 +62,19 @@ class Lowered:
     views: dict
     written_params: set
     leaf_symbols: dict = field(default_factory=dict)
+    scopes: dict = field(default_factory=dict)  # value id -> loop indices around its definition
+    merge: dict = field(default_factory=dict)  # leaf name -> grid axes its ops do not mix along
 
-    def memory_key(self, value, seq):
-        """Identity of a GM buffer: kernel-wide for parameters and values shared between roots,
-        per root instance for a root's own intermediates."""
+    def merge_axes(self, leaf) -> frozenset:
+        return self.merge[leaf.name]
+
+    def memory_key(self, value, seq, env=None):
+        """Identity of a GM buffer (runtime/memory.py): kernel-wide for parameters and values shared
+        between roots, per iteration of the loops around the definition of a value created inside
+        loops, per root instance for a root's own intermediates."""
+        scope = self.scopes.get(value.id)
+        if scope is not None:
+            return (value.id, tuple((env or {}).get(n) for n in scope))
         if value.id in self.global_values or value.id in self.param_ids:
             return value.id
         return (value.id, seq)
@@ -180,7 +192,7 @@ def lower(program, options, machine=None, fuse: bool = True):
             src, fn = cpu.compile_leaf(leaf)
             executables[name] = {"default": fn}
             sources[name] = _source(pto.listing(leaf), src, {})
-        symbols[name] = _leaf_symbols(leaf)
+        symbols[name] = leaf_symbols(leaf)
     snap("codegen", "execute", t0, sources, lambda s: "\n".join(f"== {k} ==\n{v}" for k, v in s.items()),
          lambda s: codegen_dot(s, leaves))
 
@@ -188,18 +200,9 @@ def lower(program, options, machine=None, fuse: bool = True):
     for op in iter_ops(program.body):
         if op.kind == "assemble":
             written.add(op.inputs[1].root.id)
-    lowered = Lowered(program, control, roots, leaves, executables, sources, escaping, views, written, symbols)
+    lowered = Lowered(program, control, roots, leaves, executables, sources, escaping, views, written, symbols,
+                      definition_scopes(program, escaping - {p.value.id for p in program.params}),
+                      {name: mergeable_axes(leaf) for name, leaf in leaves.items()})
     return lowered, snaps
 
 
-def _leaf_symbols(leaf) -> tuple:
-    """Symbolic values a leaf's code evaluates (scalar attrs, runtime tile sizes): tasks are only
-    batched together when these agree."""
-    out = []
-    for op in leaf.ops:
-        for v in op.attrs.values():
-            if isinstance(v, E.Expr):
-                out.append(v)
-        for a in op.inputs + op.outputs:
-            out += [s for s in a.shape if isinstance(s, E.Expr)]
-    return tuple(dict.fromkeys(out))

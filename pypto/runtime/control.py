@@ -1,22 +1,23 @@
 """The control executor: walks the control program with the actual sizes and tensor values.
 
 Each time a root segment is reached it becomes a root instance (its symbol values captured);
-root instances are stitched into device tasks of at most ``stitch_function_max_num`` roots,
-and each call of a root instance becomes a task with its GM regions. RAW, WAR and WAW edges
-are derived from overlapping regions, so loop iterations touching the same region keep program
-order while independent ones may run together.
+root instances are stitched into device tasks of at most ``stitch_function_max_num`` roots, and
+each call of a root instance becomes a `Task`: one call of a leaf over its grid, with the base
+offset, tile and valid extent of every GM operand. What depends on the tasks' regions (the
+dependency edges, the batched execution) is the planner's job (`plan.py`).
 """
 
 from __future__ import annotations
 
 import itertools
+import weakref
 from dataclasses import dataclass, field
-
 
 from .._lazy import LazyModule
 from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop
+from ..ir.tile import leaf_symbols
 from ..passes.segments import RootCall
 
 np = LazyModule("numpy")
@@ -31,25 +32,71 @@ class RootInstance:
     env: dict
 
 
-@dataclass(eq=False)
 class Task:
-    """All tile instances of one call of a root instance: grid points, offsets and valid extents."""
+    """One call of a leaf over its grid in one root instance.
 
-    id: int
-    root: RootInstance
-    call_index: int
-    call: object
-    points: object  # [m, grid rank] int array
-    offsets: list  # per arg: [m, rank] int array
-    valid: list  # per arg: [m, rank] int array
-    key_extra: tuple = ()
-    extents: tuple = ()  # grid extents
-    tiles: tuple = ()  # per arg: evaluated tile shape
-    plans: dict = field(default_factory=dict)  # the runtime's gather/scatter plans for this task
+    ``grid`` the grid extents; per GM operand (leaf param order) ``bases`` the offset of tile 0,
+    ``exts`` the valid extent of the whole access, ``tiles`` the tile shape; ``extra`` the values of
+    symbols the leaf's code evaluates (tasks batch together only when they agree); ``keys`` the
+    region key of each operand's buffer.
+    """
+
+    __slots__ = ("id", "root", "call", "grid", "bases", "exts", "tiles", "extra", "keys", "_tiles_cache")
+
+    def __init__(self, id, root, call, grid, bases, exts, tiles, extra, keys):
+        self.id, self.root, self.call, self.grid = id, root, call, grid
+        self.bases, self.exts, self.tiles, self.extra, self.keys = bases, exts, tiles, extra, keys
+        self._tiles_cache = None
 
     @property
     def leaf(self):
         return self.call.leaf
+
+    def region(self, p):
+        """(lo, hi) of the box operand ``p`` touches (all tiles of the task)."""
+        a = self.call.args[p]
+        lo = self.bases[p]
+        hi = []
+        for d, (b, x, s, ax) in enumerate(zip(lo, self.exts[p], self.tiles[p], a.axis)):
+            span = s if ax is None else self.grid[ax] * s
+            hi.append(b + min(max(x, 0), span))
+        return lo, tuple(hi)
+
+    # per-tile form (tests and inspection): grid points, offsets and valid extents per operand
+    def _per_tile(self):
+        if self._tiles_cache is None:
+            ext = self.grid
+            if any(x <= 0 for x in ext):
+                points = np.zeros((0, len(ext)), dtype=np.int64)
+            elif not ext:
+                points = np.zeros((1, 0), dtype=np.int64)
+            else:
+                points = np.array(list(itertools.product(*[range(x) for x in ext])), dtype=np.int64)
+            offsets, valid = [], []
+            for a, base, x, tile in zip(self.call.args, self.bases, self.exts, self.tiles):
+                m = points.shape[0]
+                off = np.empty((m, len(tile)), dtype=np.int64)
+                val = np.empty((m, len(tile)), dtype=np.int64)
+                for d, (s, b, e, ax) in enumerate(zip(tile, base, x, a.axis)):
+                    rel = points[:, ax] * s if ax is not None else np.zeros(m, dtype=np.int64)
+                    off[:, d] = b + rel
+                    val[:, d] = np.clip(e - rel, 0, s)
+                offsets.append(off)
+                valid.append(val)
+            self._tiles_cache = (points, offsets, valid)
+        return self._tiles_cache
+
+    @property
+    def points(self):
+        return self._per_tile()[0]
+
+    @property
+    def offsets(self):
+        return self._per_tile()[1]
+
+    @property
+    def valid(self):
+        return self._per_tile()[2]
 
 
 @dataclass(eq=False)
@@ -62,87 +109,107 @@ class DeviceTask:
     edges: list = field(default_factory=list)  # (from task index, to task index, "RAW"|"WAR"|"WAW")
 
 
-_CALL_CACHE: dict = {}  # call id -> (free symbols or None, {symbol values: result})
+class CallEval:
+    """The numbers of one call site under an environment, from one generated function.
+
+    Returns (grid extents, bases, valid extents, tile shapes, leaf symbol values); cached per value
+    of the symbols it reads, unless it reads tensor elements.
+    """
+
+    __slots__ = ("fn", "names", "table", "reads_elements")
+
+    def __init__(self, call, leaf_symbols):
+        parts = [_tuple(call.grid)]
+        for field_ in ("base", "extent", "shape"):
+            parts.append("(" + "".join(_tuple(getattr(a, field_)) + ", " for a in call.args) + ")")
+        parts.append(_tuple(leaf_symbols))
+        self.fn = eval(f"lambda env, load: ({', '.join(parts)})", {"min": min, "max": max})  # noqa: S307
+        exprs = list(call.grid) + list(leaf_symbols)
+        for a in call.args:
+            exprs += list(a.shape) + list(a.base) + list(a.extent)
+        names = set()
+        self.reads_elements = False
+        for e in exprs:
+            if isinstance(e, E.Expr):
+                if _has_load(e):
+                    self.reads_elements = True
+                names |= E.free_symbols(e)
+        self.names = tuple(sorted(names))
+        self.table: dict = {}
+
+    def __call__(self, env, load):
+        if self.reads_elements:
+            return self.fn(env, load)
+        key = tuple(env[n] for n in self.names)
+        hit = self.table.get(key)
+        if hit is None:
+            hit = self.fn(env, load)
+            if len(self.table) < 4096:
+                self.table[key] = hit
+        return hit
 
 
-def _call_symbols(call):
-    exprs = list(call.grid)
-    for a in call.args:
-        exprs += list(a.shape) + list(a.base) + list(a.extent)
-    names = set()
-    for e in exprs:
-        if isinstance(e, E.Expr):
-            if "Load(" in repr(e) or "[" in E.render(e).replace(".shape[", ""):
-                return None  # reads tensor elements: never cached
-            names |= E.free_symbols(e)
-    return tuple(sorted(names))
+def _tuple(exprs) -> str:
+    return "(" + "".join(f"int({E._source(x)}), " for x in exprs) + ")"
+
+
+def _has_load(e) -> bool:
+    if isinstance(e, E.Load):
+        return True
+    return any(_has_load(c) for c in (getattr(e, "a", None), getattr(e, "b", None)) if isinstance(c, E.Expr))
 
 
 def evaluate_call(call, env, load):
-    """(grid extents, points, per-arg offsets, valid extents, tile shapes) of ``call`` under ``env``.
-
-    Cached per call site and values of the symbols it uses, so a cached kernel call with the same
-    sizes does no symbolic evaluation.
-    """
-    entry = _CALL_CACHE.get(call.id)
-    if entry is None:
-        entry = _CALL_CACHE[call.id] = (_call_symbols(call), {})
-    names, table = entry
-    if names is not None:
-        key = tuple(env.get(n) for n in names)
-        hit = table.get(key)
-        if hit is not None:
-            return hit
-    result = _evaluate_call(call, env, load)
-    if names is not None and len(table) < 4096:
-        table[key] = result
-    return result
+    """(grid extents, points, per-arg offsets, valid extents, tile shapes) of ``call`` under ``env``:
+    the per-tile form the timing simulator expands into one task per tile."""
+    grid, bases, exts, tiles, _ = _call_eval(call)(env, load)
+    t = Task(0, None, call, grid, bases, exts, tiles, (), ())
+    points, offsets, valid = t._per_tile()
+    return list(grid), points, offsets, valid, [list(s) for s in tiles]
 
 
-def _evaluate_call(call, env, load):
-    ev = lambda x: E.evaluate(x, env, load)  # noqa: E731
-    extents = [int(ev(g)) for g in call.grid]
-    if any(x <= 0 for x in extents):
-        points = np.zeros((0, len(extents)), dtype=np.int64)
-    elif not extents:
-        points = np.zeros((1, 0), dtype=np.int64)
-    else:
-        points = np.array(list(itertools.product(*[range(x) for x in extents])), dtype=np.int64)
-    offsets, valid, tiles = [], [], []
-    for a in call.args:
-        shape = [int(ev(s)) for s in a.shape]
-        tiles.append(shape)
-        base = [int(ev(b)) for b in a.base]
-        ext = [int(ev(x)) for x in a.extent]
-        m = points.shape[0]
-        off = np.empty((m, len(shape)), dtype=np.int64)
-        val = np.empty((m, len(shape)), dtype=np.int64)
-        for d, (s, b, x, ax) in enumerate(zip(shape, base, ext, a.axis)):
-            rel = points[:, ax] * s if ax is not None else np.zeros(m, dtype=np.int64)
-            off[:, d] = b + rel
-            val[:, d] = np.clip(x - rel, 0, s)
-        offsets.append(off)
-        valid.append(val)
-    return extents, points, offsets, valid, tiles
+# CallOp -> CallEval, freed with the compiled kernel that owns the call
+_EVALS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _call_eval(call):
+    ev = _EVALS.get(call)
+    if ev is None:
+        ev = _EVALS[call] = CallEval(call, leaf_symbols(call.leaf))
+    return ev
 
 
 class Stitcher:
-    """Builds device tasks from root instances and derives their dependency edges."""
+    """Builds root instances, tasks and device tasks while the control program runs.
 
-    def __init__(self, lowered, memory, max_roots: int, submit):
+    ``submit(device_task)`` is called when a device task is complete (at the stitch limit, at a
+    flush, at the end); the stream records what the timing simulator replays.
+    """
+
+    def __init__(self, lowered, max_roots: int, submit=None):
         self.lowered = lowered
-        self.memory = memory
         self.max_roots = max_roots
         self.submit = submit
         self.current: DeviceTask | None = None
         self.done: list = []
+        self.tasks: list = []
         self._seq = itertools.count()
-        self._task_ids = itertools.count()
-        self._regions: dict = {}
-        # what the timing simulator replays: ("root", index, env, params read, parallel) / ("flush",)
+        # what the timing simulator replays: ("root", index, env, params read, parallel, reads) / ("flush",)
         self.stream: list = []
         self.loads: set = set()  # parameters whose elements control flow read since the last root
         self.parallel = 0  # depth of enclosing pypto.loop(parallel=True)
+        self._scopes = lowered.scopes
+        self._globals = lowered.global_values
+
+    def key(self, value, seq, env):
+        """The region key of ``value``'s buffer for root instance ``seq`` (see memory.py)."""
+        vid = value.id
+        scope = self._scopes.get(vid)
+        if scope is not None:
+            return (vid, tuple(env.get(n) for n in scope))
+        if vid in self._globals:
+            return vid
+        return (vid, seq)
 
     def add_root(self, index: int, env: dict, load):
         read: dict = {}  # tensor elements this root's addresses read, for the timing replay
@@ -154,82 +221,59 @@ class Stitcher:
 
         if self.current is None:
             self.current = DeviceTask(len(self.done))
-            self._regions = {}
         dt = self.current
-        inst = RootInstance(index, next(self._seq), dict(env))
+        env = dict(env)
+        inst = RootInstance(index, next(self._seq), env)
         dt.roots.append(inst)
         root = self.lowered.roots[index]
-        for ci, call in enumerate(root.calls):
-            extents, points, offsets, valid, tiles = evaluate_call(call, env, recorded)
-            if points.shape[0] == 0:
+        tasks = self.tasks
+        for call in root.calls:
+            grid, bases, exts, tiles, extra = _call_eval(call)(env, recorded)
+            if any(g <= 0 for g in grid):
                 continue
-            extra = tuple(E.evaluate(x, env, recorded) for x in self.lowered.leaf_symbols.get(call.leaf.name, ()))
-            task = Task(next(self._task_ids), inst, ci, call, points, offsets, valid, extra, tuple(extents),
-                        tuple(tiles))
-            self._depend(dt, len(dt.tasks), task)
+            keys = tuple(self.key(a.value, inst.seq, env) for a in call.args)
+            task = Task(len(tasks), inst, call, grid, bases, exts, tiles, extra, keys)
+            tasks.append(task)
             dt.tasks.append(task)
         # the replay record: control flow that read tensor values since the last root waits for
         # the device (unless ready on host); the stitch limit itself is the simulator's to apply
-        self.stream.append(("root", index, dict(env), frozenset(self.loads), self.parallel > 0, read))
+        self.stream.append(("root", index, env, frozenset(self.loads), self.parallel > 0, read))
         self.loads.clear()
         if len(dt.roots) >= self.max_roots:
             self.flush(marker=False)
 
-    def _depend(self, dt, index, task):
-        """Add edges from earlier tasks whose GM regions overlap this task's."""
-        seen = set()
-        for k, a in enumerate(task.call.args):
-            key = self.memory.region_key(a.value, task.root.seq)
-            if task.points.shape[0] == 1:  # plain ints: numpy per single tile costs more than it saves
-                lo = task.offsets[k][0].tolist()
-                hi = [o + v for o, v in zip(lo, task.valid[k][0].tolist())]
-            else:
-                lo = task.offsets[k].min(axis=0).tolist()
-                hi = (task.offsets[k] + task.valid[k]).max(axis=0).tolist()
-            write = k in task.call.writes
-            entries = self._regions.setdefault(key, [])
-            for j, plo, phi, pwrite in entries:
-                if j == index or not (pwrite or write):
-                    continue
-                if all(a < b for a, b in zip(plo, hi)) and all(a < b for a, b in zip(lo, phi)):
-                    kind = "RAW" if pwrite and not write else ("WAR" if write and not pwrite else "WAW")
-                    if (j, kind) not in seen:
-                        seen.add((j, kind))
-                        dt.edges.append((j, index, kind))
-            entries.append((index, lo, hi, write))
-
     def flush(self, marker: bool = True):
-        """Submit the current device task; ``marker`` records a program-imposed boundary
+        """Close the current device task; ``marker`` records a program-imposed boundary
         (``submit_before_loop``) that a replay under other options must keep."""
         if marker:
             self.stream.append(("flush",))
-        if self.current is not None and self.current.tasks:
-            self.submit(self.current)
-        if self.current is not None:
-            self.done.append(self.current)
-        self.current = None
+        dt, self.current = self.current, None
+        if dt is not None:
+            self.done.append(dt)
+            if dt.tasks and self.submit is not None:
+                self.submit(dt)
 
 
 def walk(region, env, stitcher: Stitcher, load):
     """Run the control program ``region``: loops, branches and root calls, in program order."""
-    ev = lambda x: E.evaluate(x, env, load)  # noqa: E731
     while isinstance(region, Branch):
-        region = region.then if ev(region.cond) else region.orelse
+        region = region.then if E.evaluate(region.cond, env, load) else region.orelse
     for item in region.items:
         if isinstance(item, RootCall):
             stitcher.add_root(item.index, env, load)
         elif isinstance(item, Loop):
             if item.submit_before_loop:
                 stitcher.flush()
-            start, stop = ev(item.start), ev(item.stop)
-            remaining = max(0, -(-(stop - start) // item.step))
+            start, stop = E.evaluate(item.start, env, load), E.evaluate(item.stop, env, load)
+            step = item.step
+            remaining = max(0, -(-(stop - start) // step))
             cur = start
             stitcher.parallel += item.parallel
             for factor, body in zip(item.factors, item.bodies):
                 for _ in range(remaining // factor):
                     env[item.index] = cur
                     walk(body, env, stitcher, load)
-                    cur += item.step * factor
+                    cur += step * factor
                 remaining %= factor
             stitcher.parallel -= item.parallel
         else:

@@ -1,267 +1,75 @@
-"""Functional execution of the lowered program: device tasks run leaf kernels on GM tensors.
+"""Functional execution of the lowered program: the caller's tensors and GM workspaces, written by
+batched leaf calls.
 
-Tasks run in waves that respect the dependency edges; the ready tasks of one leaf run as one
-batched call of its generated code: their tiles are gathered into ``[n, *tile]`` tensors (one
-group per distinct set of valid extents, so tails need no masking), computed, and scattered
-back. With ``valid_shape_optimize`` full tiles run the static "main" variant and the rest the
-dynamic "tail" variant.
+A call walks the control program (control.py), which yields root instances, tasks and device
+tasks; the planner (plan.py) levels the tasks by their dependencies and turns each level into
+batched steps over strided views. When no control flow or address reads tensor elements,
+everything but the numbers depends only on the sizes: the plan is kept (a bounded cache per
+distinct set of sizes) and a cached call just allocates the workspaces and replays the steps.
+Programs that read elements walk on every call and execute what is pending before each read, so
+the read sees the values the program wrote.
 """
 
 from __future__ import annotations
 
-from .._lazy import LazyModule
+from collections import OrderedDict
 
-from ..errors import KernelRuntimeError, PyptoError
-from ..ir import expr as E
 from .._lazy import torch
-from ..ir.graph import Block
-from ..passes.segments import RootCall
+from ..errors import KernelRuntimeError
+from ..ir import expr as E
+from ..ir.graph import Branch, Loop, iter_items
+from ..ops.registry import REGISTRY
 from .control import Stitcher, walk
+from .memory import Layout, Memory
+from .plan import Planner, levels, run_steps
+from .regions import RegionIndex
 
-np = LazyModule("numpy")
-
-
-class Memory:
-    """GM storage: the caller's tensors, kernel-wide workspaces, and per-root-instance workspaces."""
-
-    def __init__(self, params: dict, global_ids: set):
-        self.params = params  # value id -> tensor
-        self.global_ids = global_ids
-        self.globals: dict = {}
-        self.per_root: dict = {}
-
-    def region_key(self, value, seq):
-        if value.id in self.params or value.id in self.global_ids:
-            return value.id
-        return (value.id, seq)
-
-    def tensor(self, value, root, create: bool):
-        if value.id in self.params:
-            return self.params[value.id]
-        table = self.globals if value.id in self.global_ids else self.per_root.setdefault(root.seq, {})
-        t = table.get(value.id)
-        if t is None:
-            shape = [int(E.evaluate(s, root.env)) for s in value.shape]
-            t = torch.zeros(shape, dtype=value.dtype.torch())
-            table[value.id] = t
-        return t
+PLAN_CACHE_SIZE = 16  # distinct size sets kept per compiled kernel
 
 
-class Runner:
-    """Executes device tasks for one kernel call."""
+class RunInfo:
+    """What one call executed: ``steps`` (batched leaf calls), ``order`` ((device task, task) in
+    execution order) and ``variant_counts`` (tiles run by the main / tail variant)."""
 
-    def __init__(self, lowered, memory: Memory, load, valid_shape_optimize: bool):
-        self.lowered = lowered
-        self.memory = memory
-        self.load = load
-        self.vso = valid_shape_optimize
-        self.variant_counts = {"main": 0, "tail": 0}
-        self.order: list = []  # (device task index, task index) in execution order
-
-    def run_device_task(self, dt):
-        n = len(dt.tasks)
-        succ = [[] for _ in range(n)]
-        indeg = [0] * n
-        for i, j, _ in dt.edges:
-            succ[i].append(j)
-            indeg[j] += 1
-        ready = [i for i in range(n) if indeg[i] == 0]
-        while ready:
-            by_leaf: dict = {}
-            for i in ready:
-                by_leaf.setdefault(dt.tasks[i].leaf.name, []).append(i)
-            nxt = []
-            for name, idx in by_leaf.items():
-                self.run_batch([dt.tasks[i] for i in idx])
-                self.order.extend((dt.index, i) for i in idx)
-                for i in idx:
-                    for j in succ[i]:
-                        indeg[j] -= 1
-                        if indeg[j] == 0:
-                            nxt.append(j)
-            ready = nxt
-        if sum(1 for d in indeg if d > 0):
-            raise KernelRuntimeError("internal: the dependency edges of a device task form a cycle",
-                                     got=f"{sum(1 for d in indeg if d > 0)} task(s) never became ready")
-
-    def run_batch(self, tasks):
-        leaf = tasks[0].leaf
-        compiled = self.lowered.executables[leaf.name]
-        groups: dict = {}
-        for t in tasks:
-            if t.points.shape[0] == 1:
-                key = t.plans.get("single")
-                if key is None:
-                    key = t.plans["single"] = (tuple(x for v in t.valid for x in v[0].tolist()), t.key_extra)
-                groups.setdefault(key, []).append((t, None))
-                continue
-            sig = np.concatenate(t.valid, axis=1) if t.valid else np.zeros((t.points.shape[0], 0), np.int64)
-            if sig.shape[0] and (sig == sig[0]).all():  # the common case: one valid shape per task
-                key = (tuple(sig[0].tolist()), t.key_extra)
-                groups.setdefault(key, []).append((t, None))
-                continue
-            rows, inverse = np.unique(sig, axis=0, return_inverse=True)
-            for r, row in enumerate(rows):
-                members = np.nonzero(inverse.reshape(-1) == r)[0]
-                groups.setdefault((tuple(row.tolist()), t.key_extra), []).append((t, members))
-        for (sig, _), parts in groups.items():
-            t0 = parts[0][0]
-            full = list(sig) == [x for tile in t0.tiles for x in tile]
-            variant = "main" if (self.vso and full) else ("tail" if self.vso else "default")
-            if self.vso:
-                self.variant_counts[variant] += sum(t.points.shape[0] if m is None else len(m) for t, m in parts)
-            self._run_group(leaf, compiled[variant], parts, full)
-
-    def _run_group(self, leaf, fn, parts, full):
-        """Gather the tiles of every member, run the leaf once, scatter the results."""
-        whole = full and len(parts) == 1 and parts[0][1] is None
-        members = [(t, m) for t, ms in parts
-                   for m in (range(t.points.shape[0]) if ms is None else ms.tolist())]
-        P = []
-        for p, (role, dtype, _) in enumerate(leaf.params):
-            if role == "out":
-                P.append(None)
-                continue
-            fast = _grid_view(self.memory, parts[0][0], p, expand=True) if whole else None
-            if fast is not None:
-                P.append(fast)
-                continue
-            tiles = []
-            for t, m in members:
-                a = t.call.args[p]
-                src = self.memory.tensor(a.value, t.root, create=False)
-                off, val = t.offsets[p][m], t.valid[p][m]
-                tiles.append(src[tuple(slice(o, o + v) for o, v in zip(off.tolist(), val.tolist()))])
-            P.append(torch.stack(tiles) if len(tiles) > 1 else tiles[0].unsqueeze(0))
-        env = members[0][0].root.env
-        ev = _evaluator(env, self.load)
-        try:
-            out = fn(P, ev, len(members))
-        except PyptoError:
-            raise
-        except Exception as e:
-            op = leaf.ops[0]
-            raise KernelRuntimeError(f"leaf {leaf.name} failed: {e}", loc=op.loc) from e
-        for p, data in out.items():
-            target = _grid_view(self.memory, parts[0][0], p, expand=False, create=True) if whole else None
-            if target is not None and tuple(data.shape[1:]) == tuple(target.shape[len(parts[0][0].extents):]):
-                target.copy_(data.reshape(target.shape))
-                continue
-            for i, (t, m) in enumerate(members):
-                a = t.call.args[p]
-                dst = self.memory.tensor(a.value, t.root, create=True)
-                off, val = t.offsets[p][m].tolist(), t.valid[p][m].tolist()
-                piece = data[i]
-                while piece.dim() < len(off):  # e.g. a cube result for a [1, m, n] workspace tile
-                    piece = piece.unsqueeze(0)
-                n = [min(v, s, dst.shape[d] - o) for d, (o, v, s) in enumerate(zip(off, val, piece.shape))]
-                if any(x <= 0 for x in n):
-                    continue
-                dst[tuple(slice(o, o + k) for o, k in zip(off, n))] = \
-                    piece[tuple(slice(0, k) for k in n)].to(dst.dtype)
+    def __init__(self, steps, order, variant_counts):
+        self.steps, self.order, self.variant_counts = steps, order, variant_counts
 
 
-def _grid_view(memory, task, p, expand: bool, create: bool = False):
-    """A view of arg ``p`` of ``task`` with the grid dims first: ``[*grid, *tile]``.
+class CallPlan:
+    """Everything about a call that depends only on the sizes."""
 
-    All of the task's tiles are full here, so the batch of tiles is a strided view of the tensor
-    (one copy to gather, one to scatter) instead of one slice per tile. None when the tiles do
-    not form such a view (overlapping reads of one tile by several grid points on a write).
-    """
-    a = task.call.args[p]
-    t = memory.tensor(a.value, task.root, create=create)
-    shape = t.shape
-    cached = task.plans.get((p, expand))  # tasks of straight-line programs are reused per call
-    if cached is not None and cached[0] == shape:
-        plan = cached[1]
-    else:
-        key = (task.call.id, p, task.extents, tuple(task.tiles[p]), task.offsets[p][0].tobytes(), expand,
-               tuple(shape))
-        plan = _PLANS.get(key)
-        if plan is None:
-            plan = _PLANS[key] = _grid_plan(task, p, tuple(shape), expand)
-            if len(_PLANS) > 8192:
-                _PLANS.clear()
-        task.plans[(p, expand)] = (shape, plan)
-    if plan is False:
-        return None
-    index, split, order, extents, tile, n = plan
-    v = t[index]
-    if split is not None:
-        v = v.view(split)
-    if order is not None:
-        v = v.permute(order)
-    if not expand or n == 1:
-        return v
-    return v.expand(*extents, *tile).reshape(n, *tile)
+    __slots__ = ("layout", "steps", "stream", "done", "returns", "final_env", "info")
+
+    def __init__(self, layout, steps, stream, done, returns, final_env, info):
+        self.layout, self.steps, self.stream, self.done = layout, steps, stream, done
+        self.returns, self.final_env, self.info = returns, final_env, info
 
 
-_PLANS: dict = {}
-
-
-def _grid_plan(task, p, tshape, expand):
-    """How to view arg ``p`` of ``task`` as ``[*grid, *tile]``: (index, split, permutation, ...)."""
-    a = task.call.args[p]
-    tile, extents = task.tiles[p], task.extents
-    base = task.offsets[p][0].tolist()
-    index, split, tile_pos, grid_pos = [], [], [], {}
-    for d, (s, ax) in enumerate(zip(tile, a.axis)):
-        if ax is None:
-            index.append(slice(base[d], base[d] + s))
-            tile_pos.append(len(split))
-            split.append(s)
+def _reads_elements(lowered) -> bool:
+    exprs = []
+    for item in iter_items(lowered.control):
+        if isinstance(item, Loop):
+            exprs += [item.start, item.stop, item.step]
+    stack = [lowered.control]
+    while stack:  # branch conditions
+        r = stack.pop()
+        if isinstance(r, Branch):
+            exprs.append(r.cond)
+            stack += [r.then, r.orelse]
         else:
-            index.append(slice(base[d], base[d] + extents[ax] * s))
-            grid_pos[ax] = len(split)
-            split += [extents[ax], s]
-            tile_pos.append(len(split) - 1)
-    for d, sl in enumerate(index):
-        if sl.stop > tshape[d]:
-            return False  # the tiles run past the tensor's edge
-    if all(x == 1 for x in extents):  # one tile: the batch is the window itself
-        return (tuple(index), (1, *tile), None, tuple(extents), tuple(tile), 1) if expand or not extents \
-            else (tuple(index), (*([1] * len(extents)), *tile), None, tuple(extents), tuple(tile), 1)
-    missing = [j for j in range(len(extents)) if j not in grid_pos]
-    if missing and not expand and any(extents[j] > 1 for j in missing):
-        return False
-    for j in missing:  # grid axes this operand does not move along: size-1 dims, expanded
-        grid_pos[j] = len(split)
-        split.append(1)
-    order = [grid_pos[j] for j in range(len(extents))] + tile_pos
-    n = 1
-    for x in extents:
-        n *= x
-    return (tuple(index), tuple(split) if split else None,
-            None if order == list(range(len(order))) else tuple(order), tuple(extents), tuple(tile), n)
-
-
-def _all_exprs(lowered):
+            stack += [b for x in r.items if isinstance(x, Loop) for b in x.bodies]
     for root in lowered.roots:
         for call in root.calls:
+            exprs += list(call.grid)
             for a in call.args:
-                for e in a.shape + a.base + a.extent:
-                    if isinstance(e, E.Expr):
-                        yield from _walk_expr(e)
+                exprs += list(a.shape) + list(a.base) + list(a.extent)
+        for op in (op for call in root.calls for op in call.leaf.ops):
+            exprs += [v for v in op.attrs.values() if isinstance(v, E.Expr)]
+    return any(isinstance(e, E.Expr) and "load(" in E._source(e) for e in exprs)
 
 
-def _walk_expr(e):
-    yield e
-    for child in (getattr(e, "a", None), getattr(e, "b", None)):
-        if isinstance(child, E.Expr):
-            yield from _walk_expr(child)
-    for child in getattr(e, "indices", ()):
-        if isinstance(child, E.Expr):
-            yield from _walk_expr(child)
-
-
-def _evaluator(env, load):
-    def ev(x):
-        if isinstance(x, E.Expr):
-            return E.evaluate(x, env, load)
-        if isinstance(x, tuple):
-            return tuple(ev(i) for i in x)
-        return x
-    return ev
+def _order(steps, where):
+    return [where[t.id] for s in steps for t in s.tasks]
 
 
 class LoweredExecutor:
@@ -272,27 +80,99 @@ class LoweredExecutor:
         self.max_roots = int(options.get("runtime", "stitch_function_max_num"))
         self.vso = bool(options.get("runtime", "valid_shape_optimize"))
         self.last = None
-        # no loops, branches or element reads: the device tasks depend only on the sizes
-        control = lowered.control
-        self._straight = isinstance(control, Block) and all(isinstance(x, RootCall) for x in control.items) \
-            and not any(isinstance(e, E.Load) for e in _all_exprs(lowered))
-        self._plans: dict = {}
+        self.last_stream = None
+        self.last_memory = None
+        self.reads_elements = _reads_elements(lowered)
+        self._plans: OrderedDict = OrderedDict()
 
     def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
         of this call (runtime options such as stitching are read per call, not per compile)."""
-        max_roots = int(options.get("runtime", "stitch_function_max_num")) if options is not None \
-            else self.max_roots
-        program = self.lowered.program
-        params = program.params
-        # written parameters are updated in place: every check that can fail on bad input runs
-        # before execution starts
-        work = list(tensors)
-        by_name = {p.value.name: w for p, w in zip(params, work)}
+        if options is not None:
+            max_roots = int(options.get("runtime", "stitch_function_max_num"))
+            vso = bool(options.get("runtime", "valid_shape_optimize"))
+            serial = bool(options.get("debug", "serial_execution"))
+        else:
+            max_roots, vso, serial = self.max_roots, self.vso, False
+        if self.reads_elements:
+            return self._run_reading(tensors, env, max_roots, vso, serial)
+        key = (max_roots, vso, serial, tuple(env.items()))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(tensors, env, max_roots, vso, serial)
+            self._plans[key] = plan
+            if len(self._plans) > PLAN_CACHE_SIZE:
+                self._plans.popitem(last=False)
+        else:
+            self._plans.move_to_end(key)
+        work = list(tensors) + plan.layout.allocate()
+        run_steps(plan.steps, work)
+        memory = Memory(plan.layout, work)
+        self.last = (plan.done, plan.info)
+        self.last_stream = plan.stream
+        self.last_memory = memory
+        if plan.returns is None:
+            return None
+        return [self._result(v, tensors, memory, plan.final_env) for v in plan.returns]
+
+    def _plan(self, tensors, env, max_roots, vso, serial) -> CallPlan:
+        lowered = self.lowered
+
+        def no_load(param, indices):
+            raise KernelRuntimeError("internal: a program planned as not reading elements read one")
+
+        stitcher = Stitcher(lowered, max_roots)
+        env = dict(env)
+        returns = walk(lowered.control, env, stitcher, no_load)
+        stitcher.flush(marker=False)
+        tasks = stitcher.tasks
+        layout = Layout(lowered, [tuple(t.shape) for t in tensors])
+        for t in tasks:
+            for key, a in zip(t.keys, t.call.args):
+                layout.note(key, a.value, t.root.env)
+        layout.finish()
+        level, edges = levels(tasks, RegionIndex())
+        where = {}
+        for d, dt in enumerate(stitcher.done):
+            for k, t in enumerate(dt.tasks):
+                where[t.id] = (d, k)
+        for i, j, kind in edges:  # the device tasks show their own edges
+            (di, ki), (dj, kj) = where[tasks[i].id], where[tasks[j].id]
+            if di == dj:
+                stitcher.done[di].edges.append((ki, kj, kind))
+        memory = Memory(layout, None)
+        planner = Planner(lowered, memory, no_load, vso, serial)
+        steps = planner.plan(tasks, level if not serial else list(range(len(tasks))))
+        info = RunInfo(steps, _order(steps, where), planner.variant_counts)
+        return CallPlan(layout, steps, stitcher.stream, stitcher.done, returns, env, info)
+
+    def _run_reading(self, tensors, env, max_roots, vso, serial):
+        """Programs whose control flow or addresses read tensor elements: walk on every call and run
+        what is pending before each read."""
+        lowered = self.lowered
+        layout = Layout(lowered, [tuple(t.shape) for t in tensors])
+        memory = Memory(layout, list(tensors), lazy=True)
+        by_name = {p.value.name: t for p, t in zip(lowered.program.params, tensors)}
+        pending: list = []
+        all_steps: list = []
+        variant_counts = {"main": 0, "tail": 0}
+
+        def drain():
+            if not pending:
+                return
+            batch = list(pending)
+            pending.clear()
+            level, _ = levels(batch, RegionIndex())
+            planner = Planner(lowered, memory, load, vso, serial)
+            steps = planner.plan(batch, level if not serial else list(range(len(batch))))
+            for k, v in planner.variant_counts.items():
+                variant_counts[k] += v
+            run_steps(steps, memory.tensors)
+            all_steps.extend(steps)
 
         def load(param, indices):
-            if stitcher is not None:
-                stitcher.loads.add(param)
+            drain()
+            stitcher.loads.add(param)
             t = by_name[param]
             try:
                 return int(t[tuple(indices)])
@@ -300,25 +180,23 @@ class LoweredExecutor:
                 raise KernelRuntimeError(f"element read out of range: {param}{list(indices)}",
                                          expected=f"indices within {list(t.shape)}", got=list(indices)) from None
 
-        memory = Memory({p.value.id: w for p, w in zip(params, work)}, self.lowered.global_values)
-        runner = Runner(self.lowered, memory, load, self.vso)
+        class ReadingStitcher(Stitcher):
+            def add_root(self, index, env_, load_):
+                before = len(self.tasks)
+                super().add_root(index, env_, load_)
+                pending.extend(self.tasks[before:])
+
+        stitcher = ReadingStitcher(lowered, max_roots)
         env = dict(env)
-        stitcher = None
-        key = (max_roots, tuple(sorted(env.items())))
-        cached = self._plans.get(key) if self._straight else None
-        if cached is not None:  # a straight-line program with these sizes: same tasks as last time
-            for dt in cached[0]:
-                runner.run_device_task(dt)
-            (done, stream), returns = cached, self.lowered.control.returns
-        else:
-            stitcher = Stitcher(self.lowered, memory, max_roots, runner.run_device_task)
-            returns = walk(self.lowered.control, env, stitcher, load)
-            stitcher.flush(marker=False)
-            done, stream = stitcher.done, stitcher.stream
-            if self._straight and len(self._plans) < 64:
-                self._plans[key] = (done, stream)
-        self.last = (done, runner)
-        self.last_stream = stream
+        returns = walk(lowered.control, env, stitcher, load)
+        stitcher.flush(marker=False)
+        drain()
+        where = {}
+        for d, dt in enumerate(stitcher.done):
+            for k, t in enumerate(dt.tasks):
+                where[t.id] = (d, k)
+        self.last = (stitcher.done, RunInfo(all_steps, _order(all_steps, where), variant_counts))
+        self.last_stream = stitcher.stream
         self.last_memory = memory
         if returns is None:
             return None
@@ -333,13 +211,16 @@ class LoweredExecutor:
         while v.id in views:
             chain.append(views[v.id])
             v = views[v.id].inputs[0]
-        if v.id in memory.params:
+        if v.id in {p.value.id for p in self.lowered.program.params}:
             base = next(t for t, p in zip(tensors, self.lowered.program.params) if p.value.id == v.id)
         else:
-            base = memory.globals.get(v.id)
-            if base is None:
+            scope = self.lowered.scopes.get(v.id)
+            key = (v.id, tuple(env.get(n) for n in scope)) if scope is not None else v.id
+            if key in memory.layout.buffers:
+                base = memory.instance(key, v, env)
+            else:
                 base = torch.zeros([int(E.evaluate(s, env)) for s in v.shape], dtype=v.dtype.torch())
-        from ..ops.registry import REGISTRY
+        from .plan import _evaluator
         ev = _evaluator(env, None)
         t = base
         for op in reversed(chain):

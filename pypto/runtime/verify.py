@@ -101,13 +101,12 @@ def _first_bad_op(program, ref, executor, rtol, atol):
     memory = getattr(executor, "last_memory", None)
     if memory is None:
         return None
-    stores = [memory.globals] + [memory.per_root[k] for k in sorted(memory.per_root, reverse=True)]
     for op in iter_ops(program.body):
         if op.kind in ("view", "assemble"):
             continue
         for v in op.outputs:
             want = ref.last_values.get(v.id)
-            have = next((s[v.id] for s in stores if v.id in s), None)
+            have = memory.last_instance(v)
             if want is None or have is None:
                 continue
             have = have[tuple(slice(0, n) for n in want.shape)]

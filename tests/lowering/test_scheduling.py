@@ -24,15 +24,15 @@ def _rand(*shape, seed=0):
 
 @pytest.fixture
 def batches(monkeypatch):
-    """Record every batched leaf call of the runner: [(leaf name, [root seq of each task])]."""
+    """Record every batched leaf call of the runtime: [(leaf name, [root seq of each task])]."""
     seen = []
-    original = rt.Runner.run_batch
+    original = rt.run_steps
 
-    def run_batch(self, tasks):
-        seen.append((tasks[0].leaf.name, [t.root.seq for t in tasks]))
-        return original(self, tasks)
+    def run_steps(steps, tensors):
+        seen.extend((s.tasks[0].leaf.name, [t.root.seq for t in s.tasks]) for s in steps)
+        return original(steps, tensors)
 
-    monkeypatch.setattr(rt.Runner, "run_batch", run_batch)
+    monkeypatch.setattr(rt, "run_steps", run_steps)
     return seen
 
 

@@ -43,7 +43,7 @@ def test_groups_and_keys():
         "codegen": {"support_dynamic_aligned", "soc_version", "enable_pmu_trace", "vf_options"},
         "verify": {"enable_pass_verify", "pass_verify_save_tensor", "pass_verify_save_tensor_dir",
                    "pass_verify_pass_filter", "pass_verify_error_tol"},
-        "debug": {"compile_debug_mode", "runtime_debug_mode", "dump_pass_graph"},
+        "debug": {"compile_debug_mode", "runtime_debug_mode", "dump_pass_graph", "serial_execution"},
         "operation": {"combine_axis"},
     }
     for group, names in expected.items():
@@ -71,7 +71,7 @@ def test_affects_compile_flags():
     not_compile = {n for (g, n), s in O.OPTIONS.items() if not s.affects_compile}
     assert not_compile == {"run_mode", "device_sched_mode", "stitch_function_max_num",
                            "ready_on_host_tensors", "device_sched_parallelism", "launch_sched_aicpu_num",
-                           "launch_early_mode", "max_workspace_kb"}
+                           "launch_early_mode", "max_workspace_kb", "serial_execution"}
     assert O.spec("runtime", "valid_shape_optimize").affects_compile
 
 

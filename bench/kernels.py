@@ -1,0 +1,163 @@
+"""The benchmark kernels, written the way the seeds and upstream write them: a ``pypto.loop`` over
+a batch or over row blocks, views inside, results assembled into the output.
+
+Each ``make_*`` returns ``(kernel, args, torch_fn)``: the pypto kernel, its arguments (the last
+ones are outputs written in place) and the torch eager computation of the same result, so the
+benchmark can time both side by side and check that they agree.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import torch
+
+import pypto
+
+FP32 = pypto.DT_FP32
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(f"bench_example_{name}", ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def softmax_batch_loop(shape=(32, 32, 1, 256), tile=(1, 4, 1, 64)):
+    """Softmax over the last dim, one ``pypto.loop`` iteration per batch row ``x[i:i+1, ...]``."""
+    b, h, s, d = shape
+
+    @pypto.jit
+    def softmax(x: pypto.Tensor([pypto.DYNAMIC, h, s, d], FP32), out: pypto.Tensor([pypto.DYNAMIC, h, s, d], FP32)):
+        pypto.set_vec_tile_shapes(*tile)
+        for i in pypto.loop(x.shape[0]):
+            out[i:i + 1, :, :, :] = pypto.softmax(x[i:i + 1, :, :, :], -1)
+
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    out = torch.empty(shape)
+    return softmax, (x, out), lambda: torch.softmax(x, -1)
+
+
+def row_block_loop(op: str, rows=512, cols=1024, block=32, tile=8):
+    """``op`` (softmax, add_mul or rms_norm) over [rows, cols], one loop iteration per row block."""
+    g = torch.Generator().manual_seed(1)
+    x, y, gamma = torch.randn(rows, cols, generator=g), torch.randn(rows, cols, generator=g), \
+        torch.rand(cols, generator=g) + 0.5
+    out = torch.empty(rows, cols)
+    T = pypto.Tensor([pypto.DYNAMIC, cols], FP32)
+    eps = 1e-6
+
+    if op == "softmax":
+        @pypto.jit
+        def kernel(x: T, out: T):
+            pypto.set_vec_tile_shapes(tile, cols)
+            for b in pypto.loop(pypto.ceildiv(x.shape[0], block)):
+                r = slice(b * block, (b + 1) * block)
+                out[r, :] = pypto.softmax(x[r, :], -1)
+        return kernel, (x, out), lambda: torch.softmax(x, -1)
+    if op == "add_mul":
+        @pypto.jit
+        def kernel(x: T, y: T, out: T):
+            pypto.set_vec_tile_shapes(tile, cols)
+            for b in pypto.loop(pypto.ceildiv(x.shape[0], block)):
+                r = slice(b * block, (b + 1) * block)
+                out[r, :] = (x[r, :] + y[r, :]) * y[r, :]
+        return kernel, (x, y, out), lambda: (x + y) * y
+    if op == "rms_norm":
+        @pypto.jit
+        def kernel(x: T, gamma: pypto.Tensor([1, cols], FP32), out: T):
+            pypto.set_vec_tile_shapes(tile, cols)
+            for b in pypto.loop(pypto.ceildiv(x.shape[0], block)):
+                r = slice(b * block, (b + 1) * block)
+                xb = x[r, :]
+                ms = pypto.sum(xb * xb, -1, keepdim=True) * (1.0 / cols)
+                out[r, :] = xb * pypto.rsqrt(ms + eps) * gamma
+        g2 = gamma.reshape(1, cols)
+        return kernel, (x, g2, out), \
+            lambda: x * torch.rsqrt((x * x).sum(-1, keepdim=True) * (1.0 / cols) + eps) * g2
+    raise ValueError(op)
+
+
+def flash_attention(batch=1, seq=1024):
+    """The ``examples/flash_attention.py`` kernel (D=64, query blocks of 32, KV blocks of 64)."""
+    ex = _example("flash_attention")
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(batch, seq, ex.D, generator=g) for _ in range(3))
+    out = torch.zeros(batch, seq, ex.D)
+    return ex.flash_attention, (q, k, v, out), lambda: ex.reference(q, k, v)
+
+
+def moe_routing(tokens=4096):
+    """The ``examples/moe_routing.py`` kernel: gate matmul, softmax, top-k, renormalise."""
+    ex = _example("moe_routing")
+    g = torch.Generator().manual_seed(3)
+    x, w = torch.randn(tokens, ex.H, generator=g), torch.randn(ex.H, ex.E, generator=g)
+    weights, experts = torch.zeros(tokens, ex.K), torch.zeros(tokens, ex.K, dtype=torch.int32)
+
+    def ref():
+        top, idx = torch.topk(torch.softmax(x @ w, -1), ex.K, -1)
+        return top / top.sum(-1, keepdim=True), idx.int()
+    return ex.route, (x, w, weights, experts), ref
+
+
+def matmul(m=1024, k=1024, n=1024):
+    """``out = a @ b`` with cube tiles m (128, 128), k (64, 256), n (128, 128)."""
+    g = torch.Generator().manual_seed(2)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    out = torch.empty(m, n)
+
+    @pypto.jit
+    def kernel(a: pypto.Tensor([m, k], FP32), b: pypto.Tensor([k, n], FP32), out: pypto.Tensor([m, n], FP32)):
+        pypto.set_cube_tile_shapes([128, 128], [64, 256], [128, 128])
+        out[:] = pypto.matmul(a, b, FP32)
+    return kernel, (a, b, out), lambda: a @ b
+
+
+def one_tile():
+    """``out = x + y`` on one [32, 32] tile: the fixed cost of a cached call."""
+    g = torch.Generator().manual_seed(4)
+    x, y, out = torch.randn(32, 32, generator=g), torch.randn(32, 32, generator=g), torch.empty(32, 32)
+
+    @pypto.jit
+    def kernel(x: pypto.Tensor([32, 32], FP32), y: pypto.Tensor([32, 32], FP32),
+               out: pypto.Tensor([32, 32], FP32)):
+        pypto.set_vec_tile_shapes(32, 32)
+        out[:] = x + y
+    return kernel, (x, y, out), lambda: torch.add(x, y, out=torch.empty(32, 32))
+
+
+STEPS = (pypto.abs, lambda t: t * 0.5, lambda t: t + 1.0, pypto.sqrt)  # bounded values, one op each
+
+
+def chain(n_ops: int, rows=64, cols=64):
+    """A fresh kernel of ``n_ops`` elementwise ops (for compile time): x -> op -> op -> ... -> out."""
+    @pypto.jit
+    def kernel(x: pypto.Tensor([rows, cols], FP32), out: pypto.Tensor([rows, cols], FP32)):
+        pypto.set_vec_tile_shapes(32, cols)
+        t = x
+        for i in range(n_ops):  # a Python loop: unrolled at trace time into n_ops ops
+            t = STEPS[i % len(STEPS)](t)
+        out[:] = t
+    x = torch.randn(rows, cols)
+    return kernel, (x, torch.empty(rows, cols))
+
+
+def softmax_whole(rows, cols, tile_rows=16):
+    """Straight-line softmax over [rows, cols] (for peak memory)."""
+    @pypto.jit
+    def kernel(x: pypto.Tensor([pypto.DYNAMIC, cols], FP32), out: pypto.Tensor([pypto.DYNAMIC, cols], FP32)):
+        pypto.set_vec_tile_shapes(tile_rows, cols)
+        out[:] = pypto.softmax(x, -1)
+    return kernel
+
+
+def softmax_composed(rows, cols, tile_rows=16):
+    """Straight-line softmax spelled out: amax, sub, exp, sum, div (for peak memory)."""
+    @pypto.jit
+    def kernel(x: pypto.Tensor([pypto.DYNAMIC, cols], FP32), out: pypto.Tensor([pypto.DYNAMIC, cols], FP32)):
+        pypto.set_vec_tile_shapes(tile_rows, cols)
+        e = pypto.exp(x - pypto.amax(x, -1, keepdim=True))
+        out[:] = e / pypto.sum(e, -1, keepdim=True)
+    return kernel

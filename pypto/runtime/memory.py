@@ -1,0 +1,144 @@
+"""GM storage of one kernel call and the identity of every GM buffer.
+
+A buffer is named by a *region key*:
+
+* a kernel parameter, or a value the whole kernel shares: its value id;
+* a value created inside ``pypto.loop`` bodies and used by several root functions (``m``/``l``/
+  ``acc`` of flash attention): ``(value id, loop index values)``, one buffer per iteration of the
+  loops around its definition, as the program says (each iteration runs the definition again), so
+  independent iterations never share an accumulator and can run together;
+* a root function's own intermediate: ``(value id, root instance seq)``.
+
+Storage is planned once per distinct set of sizes: every instance of one value with one shape
+lives in one *slab* ``[instances, *shape]`` (instance k at offset k * numel), so the tiles of many
+iterations are one strided view of one tensor. Element reads by control flow run the program
+device task by device task instead, and allocate buffers as they are first touched.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._lazy import torch
+from ..ir import expr as E
+from ..ir.graph import Branch, Loop, Op
+
+
+def definition_scopes(program, global_ids) -> dict:
+    """{value id: loop index names around its definition} for kernel-wide (escaping) values."""
+    scopes: dict = {}
+
+    def visit(region, loops):
+        if isinstance(region, Branch):
+            visit(region.then, loops)
+            visit(region.orelse, loops)
+            return
+        for item in region.items:
+            if isinstance(item, Op):
+                for v in item.outputs:
+                    while v is not None:
+                        if v.id in global_ids and v.id not in scopes:
+                            scopes[v.id] = loops
+                        v = v.base
+            elif isinstance(item, Loop):
+                for body in item.bodies:
+                    visit(body, loops + (item.index,))
+
+    visit(program.body, ())
+    return {k: v for k, v in scopes.items() if v}
+
+
+def contiguous_strides(shape) -> tuple:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= max(int(s), 1)
+    return tuple(reversed(out))
+
+
+class Buffer:
+    """Where one region key lives: storage index, element offset, shape and strides."""
+
+    __slots__ = ("storage", "offset", "shape", "strides")
+
+    def __init__(self, storage, offset, shape, strides):
+        self.storage, self.offset, self.shape, self.strides = storage, offset, shape, strides
+
+
+class Layout:
+    """The storage plan of a call: parameters first, then one tensor per slab."""
+
+    def __init__(self, lowered, param_shapes):
+        self.lowered = lowered
+        self.n_params = len(param_shapes)
+        self.buffers: dict = {}  # region key -> Buffer
+        self.slabs: list = []  # (shape, torch dtype) per allocated storage
+        for i, (p, shape) in enumerate(zip(lowered.program.params, param_shapes)):
+            self.buffers[p.value.id] = Buffer(i, 0, tuple(shape), contiguous_strides(shape))
+        self._pending: dict = {}  # value id -> {instance key: (shape, dtype)} in first-use order
+
+    def note(self, key, value, env) -> None:
+        """Record that region ``key`` (a workspace instance of ``value``) is used under ``env``."""
+        if key in self.buffers:
+            return
+        inst = self._pending.setdefault(value.id, {})
+        if key not in inst:
+            inst[key] = (tuple(int(E.evaluate(s, env)) for s in value.shape), value.dtype.torch())
+
+    def finish(self) -> None:
+        """Allocate slabs for every noted workspace (one per value and shape)."""
+        for vid, inst in self._pending.items():
+            by_shape: dict = {}
+            for key, (shape, dtype) in inst.items():
+                by_shape.setdefault((shape, dtype), []).append(key)
+            for (shape, dtype), keys in by_shape.items():
+                sid = self.n_params + len(self.slabs)
+                self.slabs.append(((len(keys), *shape), dtype))
+                numel = math.prod(shape)
+                strides = contiguous_strides(shape)
+                for k, key in enumerate(keys):
+                    self.buffers[key] = Buffer(sid, k * numel, shape, strides)
+        self._pending.clear()
+
+    def allocate(self) -> list:
+        """Fresh zeroed slabs for one call (local tensors start at zero)."""
+        return [torch.zeros(shape, dtype=dtype) for shape, dtype in self.slabs]
+
+
+class Memory:
+    """The GM tensors of one call: ``tensors[storage]`` and the layout that places buffers in them.
+
+    With ``lazy`` (element-reading programs) a buffer gets its own tensor when first touched.
+    """
+
+    def __init__(self, layout: Layout, tensors: list, lazy: bool = False):
+        self.layout = layout
+        self.tensors = tensors
+        self.lazy = lazy
+        self.values: dict = {}  # value id -> the tensor of its last instance (pass verify reads them)
+
+    def buffer(self, key, value, env) -> Buffer:
+        buf = self.layout.buffers.get(key)
+        if buf is None:
+            if not self.lazy:
+                raise KeyError(key)
+            shape = tuple(int(E.evaluate(s, env)) for s in value.shape)
+            self.tensors.append(torch.zeros(shape, dtype=value.dtype.torch()))
+            buf = self.layout.buffers[key] = Buffer(len(self.tensors) - 1, 0, shape, contiguous_strides(shape))
+        return buf
+
+    def instance(self, key, value, env):
+        """The tensor of one buffer instance (a view into its slab)."""
+        buf = self.buffer(key, value, env)
+        t = self.tensors[buf.storage]
+        if buf.storage < self.layout.n_params:
+            return t
+        return t.reshape(-1)[buf.offset:buf.offset + math.prod(buf.shape)].view(buf.shape)
+
+    def last_instance(self, value):
+        """The tensor of the last instance of ``value`` (None if the call never made one)."""
+        key = None
+        for k in self.layout.buffers:
+            if k == value.id or (isinstance(k, tuple) and k[0] == value.id):
+                key = k
+        return None if key is None else self.instance(key, value, {})
