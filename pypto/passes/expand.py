@@ -199,17 +199,21 @@ class Expander:
         # split across tiles: max, exp(x - max), sum, divide, with fp32 intermediates
         keep = tuple(1 if a == d else s for a, s in enumerate(x.shape))
         f32 = lambda name, shape=x.shape: self.new_value(DT_FP32, shape, f"{out.name}_{name}")  # noqa: E731
-        xf, m, z, e = f32("x"), f32("max", keep), f32("shifted"), f32("exp")
-        s, y = f32("sum", keep), f32("div")
+        # fp32 operands need no cast: the input is read directly and the quotient is the output
+        xf = x if x.dtype is DT_FP32 else f32("x")
+        m, z, e = f32("max", keep), f32("shifted"), f32("exp")
+        s, y = f32("sum", keep), (out if out.dtype is DT_FP32 else f32("div"))
         fake = _FakeOp(op)
-        self.unary_like(fake, "cast", x, xf, tile, grid, {"dtype": DT_FP32, "mode": 0, "satmode": 0})
+        if xf is not x:
+            self.unary_like(fake, "cast", x, xf, tile, grid, {"dtype": DT_FP32, "mode": 0, "satmode": 0})
         fake.attrs = {"dim": d, "keepdim": True}
         self.reduce(fake, "amax", xf, m)
         self.binary_like(fake, "sub", xf, m, z, tile, grid)
         self.unary_like(fake, "exp", z, e, tile, grid, {})
         self.reduce(fake, "sum", e, s)
         self.binary_like(fake, "div", e, s, y, tile, grid)
-        self.unary_like(fake, "cast", y, out, tile, grid, {"dtype": out.dtype, "mode": 0, "satmode": 0})
+        if y is not out:
+            self.unary_like(fake, "cast", y, out, tile, grid, {"dtype": out.dtype, "mode": 0, "satmode": 0})
 
     def elementwise_like(self, op, kind, tile, grid):
         x, out = op.inputs[0], op.outputs[0]

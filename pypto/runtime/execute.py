@@ -12,6 +12,7 @@ the read sees the values the program wrote.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 
 from .._lazy import torch
@@ -128,8 +129,10 @@ class LoweredExecutor:
         tasks = stitcher.tasks
         layout = Layout(lowered, [tuple(t.shape) for t in tensors])
         for t in tasks:
-            for key, a in zip(t.keys, t.call.args):
-                layout.note(key, a.value, t.root.env)
+            writes = t.call.writes
+            for p, (key, a) in enumerate(zip(t.keys, t.call.args)):
+                lo, hi = t.region(p)
+                layout.note(key, a.value, t.root.env, math.prod(h - l for l, h in zip(lo, hi)) if p in writes else 0)
         layout.finish()
         level, edges = levels(tasks, RegionIndex())
         where = {}

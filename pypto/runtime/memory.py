@@ -76,14 +76,21 @@ class Layout:
         for i, (p, shape) in enumerate(zip(lowered.program.params, param_shapes)):
             self.buffers[p.value.id] = Buffer(i, 0, tuple(shape), contiguous_strides(shape))
         self._pending: dict = {}  # value id -> {instance key: (shape, dtype)} in first-use order
+        self._written: dict = {}  # instance key -> elements written by the call's tasks
+        self._local: set = set()  # value ids of pypto.tensor locals (they start at zero)
+        self.zeroed: list = []  # per slab: must it start at zero?
 
-    def note(self, key, value, env) -> None:
-        """Record that region ``key`` (a workspace instance of ``value``) is used under ``env``."""
+    def note(self, key, value, env, written: int = 0) -> None:
+        """Record that region ``key`` (a workspace instance of ``value``) is used under ``env``, and
+        ``written`` elements of it written by one access."""
         if key in self.buffers:
             return
         inst = self._pending.setdefault(value.id, {})
         if key not in inst:
             inst[key] = (tuple(int(E.evaluate(s, env)) for s in value.shape), value.dtype.torch())
+            if value.kind == "local":
+                self._local.add(value.id)
+        self._written[key] = self._written.get(key, 0) + written
 
     def finish(self) -> None:
         """Allocate slabs for every noted workspace (one per value and shape)."""
@@ -95,14 +102,19 @@ class Layout:
                 sid = self.n_params + len(self.slabs)
                 self.slabs.append(((len(keys), *shape), dtype))
                 numel = math.prod(shape)
+                # a workspace the call writes whole before reading needs no zero fill; a local
+                # tensor, or one written only in part, starts at zero as the program says
+                self.zeroed.append(vid in self._local or any(self._written.get(k, 0) < numel for k in keys))
                 strides = contiguous_strides(shape)
                 for k, key in enumerate(keys):
                     self.buffers[key] = Buffer(sid, k * numel, shape, strides)
         self._pending.clear()
+        self._written.clear()
 
     def allocate(self) -> list:
-        """Fresh zeroed slabs for one call (local tensors start at zero)."""
-        return [torch.zeros(shape, dtype=dtype) for shape, dtype in self.slabs]
+        """Fresh slabs for one call: zeroed where the program may read what it did not write."""
+        return [(torch.zeros if z else torch.empty)(shape, dtype=dtype) for (shape, dtype), z in
+                zip(self.slabs, self.zeroed)]
 
 
 class Memory:
