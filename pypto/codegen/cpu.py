@@ -76,7 +76,16 @@ def _whole(compute, ins, attrs, ev, out_dtypes, B):
     return tuple(outs)
 
 
-RUNTIME = {"_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole, "torch": torch}
+def _reshape_batch(compute, x, attrs, ev, out_dtypes, B):
+    """A reshape of every batch instance: the same reshape for all, so one reshape of the batch."""
+    nb = len(B)
+    first = compute([x[(0,) * nb]], attrs, ev)
+    r = x.reshape(*B, *first.shape)
+    return (r if r.dtype == out_dtypes[0] else r.to(out_dtypes[0]),)
+
+
+RUNTIME = {"_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole,
+           "_reshape_batch": _reshape_batch, "torch": torch}
 
 
 def _local_names(leaf) -> dict:
@@ -142,7 +151,9 @@ def _op_lines(i, op, ins, outs, consts, nb) -> list:
     if kind == "expand_clone":
         return [f"    {outs[0]} = _expand(_pad_rank({ins[0]}, {rank}, {nb}), B, S[{i}]).to(D{i}[0])"]
     consts[f"F{i}"] = d.compute
-    if kind in WHOLE:  # reshape, gather ...: per instance on the whole (valid) tensors
+    if kind == "reshape":
+        return [f"    {target} = _reshape_batch(F{i}, {ins[0]}, A{i}, ev, D{i}, B)"]
+    if kind in WHOLE:  # gather, scatter ...: per instance on the whole (valid) tensors
         return [f"    {target} = _whole(F{i}, [{', '.join(ins)}], A{i}, ev, D{i}, B)"]
     args = []
     for x, a in zip(ins, op.inputs):

@@ -41,11 +41,12 @@ class Task:
     region key of each operand's buffer.
     """
 
-    __slots__ = ("id", "root", "call", "grid", "bases", "exts", "tiles", "extra", "keys", "_tiles_cache")
+    __slots__ = ("id", "root", "call", "grid", "bases", "exts", "tiles", "extra", "keys", "ends", "_tiles_cache")
 
-    def __init__(self, id, root, call, grid, bases, exts, tiles, extra, keys):
+    def __init__(self, id, root, call, grid, bases, exts, tiles, extra, keys, ends):
         self.id, self.root, self.call, self.grid = id, root, call, grid
         self.bases, self.exts, self.tiles, self.extra, self.keys = bases, exts, tiles, extra, keys
+        self.ends = ends
         self._tiles_cache = None
 
     @property
@@ -54,13 +55,7 @@ class Task:
 
     def region(self, p):
         """(lo, hi) of the box operand ``p`` touches (all tiles of the task)."""
-        a = self.call.args[p]
-        lo = self.bases[p]
-        hi = []
-        for d, (b, x, s, ax) in enumerate(zip(lo, self.exts[p], self.tiles[p], a.axis)):
-            span = s if ax is None else self.grid[ax] * s
-            hi.append(b + min(max(x, 0), span))
-        return lo, tuple(hi)
+        return self.bases[p], self.ends[p]
 
     # per-tile form (tests and inspection): grid points, offsets and valid extents per operand
     def _per_tile(self):
@@ -112,19 +107,50 @@ class DeviceTask:
 class CallEval:
     """The numbers of one call site under an environment, from one generated function.
 
-    Returns (grid extents, bases, valid extents, tile shapes, leaf symbol values); cached per value
-    of the symbols it reads, unless it reads tensor elements.
+    ``evaluate(env, load)`` gives (grid extents, bases, valid extents, tile shapes, leaf symbol
+    values, the end of each operand's box); it is cached per value of the symbols it reads, unless
+    it reads tensor elements. ``keys(seq, env)`` gives the region key of each operand's buffer.
     """
 
-    __slots__ = ("fn", "names", "table", "reads_elements")
+    __slots__ = ("fn", "names", "table", "reads_elements", "keys")
 
-    def __init__(self, call, leaf_symbols):
-        parts = [_tuple(call.grid)]
-        for field_ in ("base", "extent", "shape"):
-            parts.append("(" + "".join(_tuple(getattr(a, field_)) + ", " for a in call.args) + ")")
-        parts.append(_tuple(leaf_symbols))
-        self.fn = eval(f"lambda env, load: ({', '.join(parts)})", {"min": min, "max": max})  # noqa: S307
-        exprs = list(call.grid) + list(leaf_symbols)
+    def __init__(self, call, symbols, scopes, global_ids):
+        lines, names_of = ["def evaluate(env, load):"], {}
+
+        def local(x):
+            if not isinstance(x, E.Expr):
+                return str(int(x))
+            if x not in names_of:
+                names_of[x] = f"v{len(names_of)}"
+                lines.append(f"    {names_of[x]} = int({E._source(x)})")
+            return names_of[x]
+
+        grid = [local(g) for g in call.grid]
+        bases = [[local(b) for b in a.base] for a in call.args]
+        exts = [[local(x) for x in a.extent] for a in call.args]
+        tiles = [[local(t) for t in a.shape] for a in call.args]
+        extra = [local(x) for x in symbols]
+        ends = []  # base + min(max(extent, 0), span) per dim: the box of all the call's tiles
+        for a, b, x, t in zip(call.args, bases, exts, tiles):
+            ends.append([f"{b[d]} + min(max({x[d]}, 0), {t[d] if ax is None else f'{grid[ax]} * {t[d]}'})"
+                         for d, ax in enumerate(a.axis)])
+
+        def tup(items):
+            return "(" + "".join(f"{i}, " for i in items) + ")"
+        lines.append(f"    return ({tup(grid)}, {tup(tup(b) for b in bases)}, {tup(tup(x) for x in exts)}, "
+                     f"{tup(tup(t) for t in tiles)}, {tup(extra)}, {tup(tup(e) for e in ends)})")
+        namespace = {"min": min, "max": max}
+        exec(compile("\n".join(lines), f"<pypto call {call.id}>", "exec"), namespace)  # noqa: S102
+        self.fn = namespace["evaluate"]
+        keys = []
+        for a in call.args:
+            vid = a.value.id
+            if vid in scopes:
+                keys.append(f"({vid}, ({''.join(f'env.get({n!r}), ' for n in scopes[vid])}))")
+            else:
+                keys.append(str(vid) if vid in global_ids else f"({vid}, seq)")
+        self.keys = eval(f"lambda seq, env: ({''.join(k + ', ' for k in keys)})")  # noqa: S307
+        exprs = list(call.grid) + list(symbols)
         for a in call.args:
             exprs += list(a.shape) + list(a.base) + list(a.extent)
         names = set()
@@ -140,7 +166,7 @@ class CallEval:
     def __call__(self, env, load):
         if self.reads_elements:
             return self.fn(env, load)
-        key = tuple(env[n] for n in self.names)
+        key = tuple([env[n] for n in self.names])
         hit = self.table.get(key)
         if hit is None:
             hit = self.fn(env, load)
@@ -162,8 +188,9 @@ def _has_load(e) -> bool:
 def evaluate_call(call, env, load):
     """(grid extents, points, per-arg offsets, valid extents, tile shapes) of ``call`` under ``env``:
     the per-tile form the timing simulator expands into one task per tile."""
-    grid, bases, exts, tiles, _ = _call_eval(call)(env, load)
-    t = Task(0, None, call, grid, bases, exts, tiles, (), ())
+    ce = _EVALS.get(call) or CallEval(call, leaf_symbols(call.leaf), {}, ())
+    grid, bases, exts, tiles, _, ends = ce(env, load)
+    t = Task(0, None, call, grid, bases, exts, tiles, (), (), ends)
     points, offsets, valid = t._per_tile()
     return list(grid), points, offsets, valid, [list(s) for s in tiles]
 
@@ -172,10 +199,10 @@ def evaluate_call(call, env, load):
 _EVALS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _call_eval(call):
+def _call_eval(call, scopes=None, global_ids=()):
     ev = _EVALS.get(call)
     if ev is None:
-        ev = _EVALS[call] = CallEval(call, leaf_symbols(call.leaf))
+        ev = _EVALS[call] = CallEval(call, leaf_symbols(call.leaf), scopes or {}, global_ids)
     return ev
 
 
@@ -201,16 +228,6 @@ class Stitcher:
         self._scopes = lowered.scopes
         self._globals = lowered.global_values
 
-    def key(self, value, seq, env):
-        """The region key of ``value``'s buffer for root instance ``seq`` (see memory.py)."""
-        vid = value.id
-        scope = self._scopes.get(vid)
-        if scope is not None:
-            return (vid, tuple(env.get(n) for n in scope))
-        if vid in self._globals:
-            return vid
-        return (vid, seq)
-
     def add_root(self, index: int, env: dict, load):
         read: dict = {}  # tensor elements this root's addresses read, for the timing replay
 
@@ -228,11 +245,11 @@ class Stitcher:
         root = self.lowered.roots[index]
         tasks = self.tasks
         for call in root.calls:
-            grid, bases, exts, tiles, extra = _call_eval(call)(env, recorded)
-            if any(g <= 0 for g in grid):
+            ce = _call_eval(call, self._scopes, self._globals)
+            grid, bases, exts, tiles, extra, ends = ce(env, recorded)
+            if 0 in grid or any(g < 0 for g in grid):
                 continue
-            keys = tuple(self.key(a.value, inst.seq, env) for a in call.args)
-            task = Task(len(tasks), inst, call, grid, bases, exts, tiles, extra, keys)
+            task = Task(len(tasks), inst, call, grid, bases, exts, tiles, extra, ce.keys(inst.seq, env), ends)
             tasks.append(task)
             dt.tasks.append(task)
         # the replay record: control flow that read tensor values since the last root waits for

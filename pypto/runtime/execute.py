@@ -128,11 +128,14 @@ class LoweredExecutor:
         stitcher.flush(marker=False)
         tasks = stitcher.tasks
         layout = Layout(lowered, [tuple(t.shape) for t in tensors])
+        note = layout.note
         for t in tasks:
             writes = t.call.writes
             for p, (key, a) in enumerate(zip(t.keys, t.call.args)):
-                lo, hi = t.region(p)
-                layout.note(key, a.value, t.root.env, math.prod(h - l for l, h in zip(lo, hi)) if p in writes else 0)
+                if p in writes:
+                    note(key, a.value, t.root.env, math.prod([h - l for l, h in zip(t.bases[p], t.ends[p])]))
+                elif key not in layout.buffers:
+                    note(key, a.value, t.root.env)
         layout.finish()
         level, edges = levels(tasks, RegionIndex())
         where = {}

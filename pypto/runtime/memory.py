@@ -85,7 +85,9 @@ class Layout:
         ``written`` elements of it written by one access."""
         if key in self.buffers:
             return
-        inst = self._pending.setdefault(value.id, {})
+        inst = self._pending.get(value.id)
+        if inst is None:
+            inst = self._pending[value.id] = {}
         if key not in inst:
             inst[key] = (tuple(int(E.evaluate(s, env)) for s in value.shape), value.dtype.torch())
             if value.kind == "local":

@@ -39,11 +39,11 @@ def levels(tasks, engine: RegionIndex | None = None):
     positions in ``tasks``."""
     engine = engine or RegionIndex()
     level = [0] * len(tasks)
+    access = engine.access
     for i, t in enumerate(tasks):
         writes = t.call.writes
-        for p in range(len(t.call.args)):
-            lo, hi = t.region(p)
-            engine.access(t.keys[p], i, lo, hi, p in writes)
+        for p, (key, lo, hi) in enumerate(zip(t.keys, t.bases, t.ends)):
+            access(key, i, lo, hi, p in writes)
         for src, kind in engine.take_predecessors(i):
             if level[src] + 1 > level[i]:
                 level[i] = level[src] + 1
@@ -165,20 +165,21 @@ class Planner:
 
     def _signature(self, t):
         """(hashable group key, its data, per-operand linear offsets) of task ``t``."""
-        bufs, per, lins = [], [], []
-        mem = self.memory
-        for p, a in enumerate(t.call.args):
-            buf = mem.buffer(t.keys[p], a.value, t.root.env)
-            base, tile = t.bases[p], t.tiles[p]
-            R = []
-            for d, (b, x, s, ax) in enumerate(zip(base, t.exts[p], tile, a.axis)):
-                span = s if ax is None else t.grid[ax] * s
-                R.append(max(0, min(x, span, buf.shape[d] - b)))
+        per, bufs, lins = [], [], []
+        buffer = self.memory.buffer
+        env = t.root.env
+        for a, key, base, end, tile in zip(t.call.args, t.keys, t.bases, t.ends, t.tiles):
+            buf = buffer(key, a.value, env)
+            # the region's extent per dim, clipped at the buffer's edge
+            R = tuple([max(0, (e if e < sh else sh) - b) for b, e, sh in zip(base, end, buf.shape)])
             bufs.append(buf)
-            per.append((buf.storage, tile, tuple(R)))
-            lins.append(buf.offset + sum(b * st for b, st in zip(base, buf.strides)))
-        key = (t.grid, t.extra, tuple(per))
-        return key, (t.grid, tuple(per), tuple(bufs)), lins
+            per.append((buf.storage, tile, R))
+            lin = buf.offset
+            for b, st in zip(base, buf.strides):
+                lin += b * st
+            lins.append(lin)
+        per = tuple(per)
+        return (t.grid, t.extra, per), (t.grid, per, tuple(bufs)), lins
 
     def _group_steps(self, members, shape_sig):
         grid, per, bufs = shape_sig
