@@ -509,7 +509,7 @@ def test_vec_tile_shape_not_positive(bad):
 def test_vec_tile_rank_differs_from_op():
     x, out = rnd(8, 32), rnd(8, 32)
     fails(tiled, (x, out), {"tiles": (32,)}, ShapeError, ValueError,
-          ["pypto.add", "vec_tile_shapes", "1 dims", "2 sizes", "(32,)"], line_of("tiled_op"))
+          ["pypto.add", "vec_tile_shapes", "1 size(s)", "rank 2", "at least 2 sizes", "(32,)"], line_of("tiled_op"))
     assert pypto.get_vec_tile_shapes() == []  # the kernel's setting did not leak out
     tiled(x, out, tiles=(4, 32))
     torch.testing.assert_close(out, x + 1.0)
