@@ -9,6 +9,7 @@ them never recompiles.
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import inspect
 import sys
@@ -62,6 +63,14 @@ def _freeze(v):
         return (type(v).__qualname__, repr(v))
 
 
+def _snapshot(options: dict) -> dict:
+    """A copy of a user's option dict to compare it with later (lists inside are copied too)."""
+    try:
+        return copy.deepcopy(options)
+    except Exception:  # an uncopyable value: compare by identity of the values
+        return dict(options)
+
+
 def _code_names(code) -> set:
     names = set(code.co_names)
     for c in code.co_consts:
@@ -91,11 +100,17 @@ class JitFunction:
         code = fn.__code__
         self.loc = SourceLoc(code.co_filename, _def_line(code), fn.__name__)
         overrides = {}
+        # As upstream, the runtime_options dict is read at every call (a script may set run_mode in
+        # it after decorating); the other groups are copied here. _sync_runtime re-validates it.
+        self._live_runtime = None
+        self._runtime_seen = None
         for key, value in jit_options.items():
             if key in _ACCEPTED_COMPAT:
                 continue
             if key not in _GROUPS:
                 raise _options_error(key, self.loc)
+            if key == "runtime_options" and isinstance(value, dict):
+                self._live_runtime, self._runtime_seen = value, _snapshot(value)
             if value:
                 try:
                     overrides[key[:-len("_options")]] = _options.validate_group(key[:-len("_options")], value,
@@ -126,6 +141,14 @@ class JitFunction:
 
     def _call(self, args, kwargs):
         t0 = time.perf_counter()
+        live = self._live_runtime
+        if live is not None:
+            try:
+                same = live == self._runtime_seen
+            except Exception:  # a value whose == is not a bool (an array): validation will say why
+                same = False
+            if not same:
+                self._sync_runtime(live)
         self._resolved()
         if self._opts[3]:  # run_mode NPU: refuse before compiling anything
             raise BackendUnavailableError(
@@ -153,6 +176,24 @@ class JitFunction:
         if compiled.returns == "tensor":
             return results[0]
         return tuple(results) if compiled.returns == "tuple" else list(results)
+
+    def _sync_runtime(self, live) -> None:
+        """The runtime_options dict given to the decorator changed: validate and use it. A change
+        of a compile-affecting option (valid_shape_optimize) then misses the cache with that reason."""
+        try:
+            values = _options.validate_group("runtime", live, param="runtime_options")
+        except PyptoError as e:
+            e.hint = e.hint or (f"the runtime_options dict of kernel '{self.fn.__name__}' ({self.loc}) "
+                                f"was changed after decoration")
+            e.loc = e.loc or user_loc()
+            e.args = (e._format(),)
+            raise e
+        if values:
+            self.jit_options["runtime"] = values
+        else:
+            self.jit_options.pop("runtime", None)
+        self._runtime_seen = _snapshot(live)
+        self._opts = (-1, None, None, False)
 
     def _resolved(self):
         version = _options.state_version()
@@ -251,6 +292,9 @@ class JitFunction:
     def inspect(self, *args, **kwargs) -> CompiledKernel:
         """The compiled version for these arguments (compiled if needed; nothing runs)."""
         try:
+            live = self._live_runtime
+            if live is not None and live != self._runtime_seen:
+                self._sync_runtime(live)
             entry = self._lookup(args, kwargs, count=False)[0]
         except PyptoError as e:
             raise e.with_traceback(None)
@@ -443,7 +487,10 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
     """Compile a PyPTO kernel on first call and cache it per static signature.
 
     Spellings: ``@pypto.jit``, ``@pypto.jit(runtime_options={...})`` and ``pypto.jit(fn, ...)``.
-    The six option groups are dicts validated against pypto's option table.
+    The six option groups are dicts validated against pypto's option table. As upstream, the
+    ``runtime_options`` dict is read again at every call (a change made to it after decorating
+    applies to the next call, and is validated then); the other groups are copied here. Global
+    settings (``pypto.set_*_options``) are read at every call.
     """
     groups = dict(codegen_options=codegen_options, host_options=host_options, pass_options=pass_options,
                   runtime_options=runtime_options, verify_options=verify_options, debug_options=debug_options)
