@@ -32,6 +32,7 @@ from .checks import check_source
 from .control import global_tiles
 from ..runtime.machine import current_machine
 from .signature import Signature
+from .strided import check_written, dense_numpy, write_back
 from .trace import trace
 
 _GROUPS = ("codegen_options", "host_options", "pass_options", "runtime_options", "verify_options",
@@ -155,7 +156,7 @@ class JitFunction:
                 "runtime_options['run_mode'] is NPU, but this build has no NPU backend",
                 expected="pypto.RunMode.SIM (1), the CPU simulator", got="pypto.RunMode.NPU (0)",
                 param="runtime_options['run_mode']", loc=self.loc)
-        entry, tensors, env, hit, reason = self._lookup(args, kwargs, count=True)
+        entry, tensors, env, hit, reason, strided = self._lookup(args, kwargs, count=True)
         compiled = entry.compiled
         t1 = time.perf_counter()
         opts = self._resolved()
@@ -164,6 +165,8 @@ class JitFunction:
                                      lambda: compiled.executor.run(tensors, env, opts))
         else:
             results, report = compiled.executor.run(tensors, env, opts), None
+        if strided is not None:
+            write_back(strided, compiled, tensors)
         t2 = time.perf_counter()
         compile_s = 0.0 if hit else compiled.compile_seconds
         self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled, verify=report,
@@ -211,7 +214,7 @@ class JitFunction:
             raw, consts = sig.bind(args, kwargs)
         except PyptoError as e:
             raise e.with_loc(self.loc)
-        tensors, dtypes, tkey, env = _bind_tensors(sig, raw, self.loc)
+        tensors, dtypes, tkey, env, strided = _bind_tensors(sig, raw, self.loc)
         opts = self._resolved()
         g = self.fn.__globals__
         key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), self._opts[2], global_tiles(),
@@ -226,7 +229,9 @@ class JitFunction:
         elif count:
             entry.hits += 1
             self._hits += 1
-        return entry, tensors, env, entry is not None and reason is None, reason
+        if strided is not None:
+            check_written(strided, entry.compiled, sig.tensors, self.loc)
+        return entry, tensors, env, entry is not None and reason is None, reason, strided
 
     def _signature(self) -> Signature:
         try:
@@ -399,10 +404,14 @@ _OPTION_KEYS: dict = {}  # compile-affecting option values -> small int (cache k
 def _bind_tensors(sig: Signature, raw: list, loc):
     """Check each tensor argument against its spec; return tensors, dtypes, key part and sizes."""
     tensors, dtypes, key, env, where = [], [], [], {}, {}
+    strided = None  # [(index, caller's tensor)] of arguments replaced by dense copies (strided.py)
     for n, (spec, t) in enumerate(zip(sig.tensors, raw), 1):
         if not isinstance(t, _torch.Tensor):
             if type(t).__module__ == "numpy" and hasattr(t, "__array_interface__"):
-                t = _torch.from_numpy(t)
+                original = t
+                t, copied = dense_numpy(t)
+                if copied:
+                    strided = (strided or []) + [(n - 1, original)]
             else:
                 raise ArgumentTypeError(f"tensor argument '{spec.param}' ({_ordinal(n)} tensor) is not a tensor",
                                         expected="a CPU torch.Tensor (or numpy array)",
@@ -418,10 +427,9 @@ def _bind_tensors(sig: Signature, raw: list, loc):
             raise ArgumentTypeError(f"tensor argument '{spec.param}' has the wrong dtype",
                                     expected=f"{spec.dtype.name} ({spec.describe()})",
                                     got=f"{dt.name} ({t.dtype})", param=spec.param, loc=loc)
-        if not t.is_contiguous():
-            raise ArgumentValueError(f"tensor argument '{spec.param}' is not contiguous",
-                                     expected="a contiguous tensor (call .contiguous())",
-                                     got=f"strides {tuple(t.stride())}", param=spec.param, loc=loc)
+        if not t.is_contiguous():  # a view: the call runs on a dense copy (strided.py)
+            strided = (strided or []) + [(n - 1, t)]
+            t = t.contiguous()
         shape = tuple(t.shape)
         if spec.dims is None:
             kd = shape
@@ -455,7 +463,7 @@ def _bind_tensors(sig: Signature, raw: list, loc):
         tensors.append(t)
         dtypes.append(dt)
         key.append((dt, len(shape), kd))
-    return tensors, dtypes, tuple(key), env
+    return tensors, dtypes, tuple(key), env, strided
 
 
 def _key_text(sig, tensors, dtypes, consts, opts) -> str:

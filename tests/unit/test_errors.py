@@ -242,14 +242,15 @@ def test_tensor_given_twice():
     check_add_one(x, out)
 
 
-def test_non_contiguous_tensor():
+def test_expanded_output_tensor():
+    """A strided output is accepted (tests/kernels/test_strided_args.py), but an expanded one
+    repeats one element in memory: writing it is refused before anything runs."""
     x, out = rnd(8, 32), rnd(8, 32)
-    strided = rnd(32, 8).t()
-    assert strided.shape == (8, 32) and not strided.is_contiguous()
-    e = fails(add_one, (x, strided), {}, ArgumentValueError, ValueError,
-              ["'out'", "contiguous", "strides (1, 8)"], line_of("add_one"))
+    expanded = rnd(1, 32).expand(8, 32)
+    e = fails(add_one, (x, expanded), {}, ArgumentValueError, ValueError,
+              ["'out'", "expanded", "strides [0, 1]", "dim 0"], line_of("add_one"))
     assert e.param == "out"
-    check_add_one(x, out)
+    check_add_one(rnd(1, 32).expand(8, 32), out)  # an expanded input is fine
 
 
 def test_unsupported_torch_dtype_float64():
