@@ -160,6 +160,8 @@ def emit(kind: str, inputs, outs, attrs=None, names=None):
 
 # ops of other kinds whose tiling upstream also checks against the vector tile (fill, range, random)
 _TILED_CREATE = frozenset({"full", "arange", "uniform", "normal"})
+# ops upstream checks against their last input (the values put or added), not their target
+_TILED_BY_LAST_INPUT = frozenset({"index_put", "index_add"})
 
 
 def check_vec_tile(tracer, kind, inputs, outs, where):
@@ -168,7 +170,8 @@ def check_vec_tile(tracer, kind, inputs, outs, where):
     As upstream, a tile may have more sizes than that tensor has dims: a rank-R tensor uses the
     first R sizes (`passes.expand.leading_tile`), so one ``set_vec_tile_shapes`` serves ops of
     lower rank too. The tiled tensor is the larger of the first input and the first output (a
-    reduction is tiled over its input, a broadcast over its output).
+    reduction is tiled over its input, a broadcast over its output); index_put and index_add are
+    tiled over the values they write (their last input).
     """
     tile = tracer.vec_tile
     if tile is None:
@@ -176,7 +179,10 @@ def check_vec_tile(tracer, kind, inputs, outs, where):
     spec = REGISTRY[kind]
     if spec.kind != "vector" and kind not in _TILED_CREATE:
         return
-    rank = max(inputs[0]._value.rank if inputs else 0, len(outs[0][1]) if outs else 0)
+    if kind in _TILED_BY_LAST_INPUT:
+        rank = inputs[-1]._value.rank
+    else:
+        rank = max(inputs[0]._value.rank if inputs else 0, len(outs[0][1]) if outs else 0)
     if len(tile) < rank:
         raise ShapeError(f"pypto.{kind}: the vector tile has {len(tile)} size(s), fewer than the rank {rank} of "
                          f"the tensor this op is tiled over",

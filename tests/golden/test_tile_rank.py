@@ -102,6 +102,20 @@ def test_permute_tile_follows_the_input_dims():
     assert op.inputs[0].shape == (2, 3, 4) and op.outputs[0].shape == (4, 2, 3)
 
 
+@pypto.jit
+def put_points(x: pypto.Tensor([8, 16], pypto.DT_FP32), i: pypto.Tensor([4], pypto.DT_INT32),
+               j: pypto.Tensor([4], pypto.DT_INT32), v: pypto.Tensor([4], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(4)  # index_put is tiled over its values (1-D), not over x
+    pypto.index_put_(x, (i, j), v)
+
+
+def test_index_put_is_tiled_over_its_values():
+    x, v = rand((8, 16), seed=9), rand((4,), seed=10)
+    i, j = torch.tensor([0, 7, 3, 3], dtype=torch.int32), torch.tensor([15, 0, 4, 5], dtype=torch.int32)
+    want = x.clone().index_put_((i.long(), j.long()), v)
+    check_kernel(put_points, [x, i, j, v], want, out=0)
+
+
 # ---- what upstream refuses: fewer tile sizes than the rank of the tiled tensor --------------------
 
 @pypto.jit
