@@ -142,14 +142,8 @@ class JitFunction:
 
     def _call(self, args, kwargs):
         t0 = time.perf_counter()
-        live = self._live_runtime
-        if live is not None:
-            try:
-                same = live == self._runtime_seen
-            except Exception:  # a value whose == is not a bool (an array): validation will say why
-                same = False
-            if not same:
-                self._sync_runtime(live)
+        if self._live_runtime is not None:
+            self._check_runtime_dict()
         self._resolved()
         if self._opts[3]:  # run_mode NPU: refuse before compiling anything
             raise BackendUnavailableError(
@@ -179,6 +173,16 @@ class JitFunction:
         if compiled.returns == "tensor":
             return results[0]
         return tuple(results) if compiled.returns == "tuple" else list(results)
+
+    def _check_runtime_dict(self) -> None:
+        """Compare the decorator's runtime_options dict with what was last validated."""
+        live = self._live_runtime
+        try:
+            same = live == self._runtime_seen
+        except Exception:  # a value whose == is not a bool (an array): validation will say why
+            same = False
+        if not same:
+            self._sync_runtime(live)
 
     def _sync_runtime(self, live) -> None:
         """The runtime_options dict given to the decorator changed: validate and use it. A change
@@ -226,11 +230,11 @@ class JitFunction:
             entry = self._compile(key, sig, tensors, dtypes, consts, opts)
             if count:
                 self._misses += 1
-        elif count:
+        if strided is not None:  # before a hit is counted: a refused call is not a hit
+            check_written(strided, entry.compiled, sig.tensors, self.loc)
+        if count and reason is None:
             entry.hits += 1
             self._hits += 1
-        if strided is not None:
-            check_written(strided, entry.compiled, sig.tensors, self.loc)
         return entry, tensors, env, entry is not None and reason is None, reason, strided
 
     def _signature(self) -> Signature:
@@ -297,9 +301,8 @@ class JitFunction:
     def inspect(self, *args, **kwargs) -> CompiledKernel:
         """The compiled version for these arguments (compiled if needed; nothing runs)."""
         try:
-            live = self._live_runtime
-            if live is not None and live != self._runtime_seen:
-                self._sync_runtime(live)
+            if self._live_runtime is not None:
+                self._check_runtime_dict()
             entry = self._lookup(args, kwargs, count=False)[0]
         except PyptoError as e:
             raise e.with_traceback(None)
