@@ -110,6 +110,11 @@ class OptionError(PyptoError, ValueError):
     """An unknown option, or a value out of the option's type or range."""
 
 
+class OptionTypeError(OptionError, TypeError):
+    """An option value of the wrong type (a str where an int belongs ...); also a ValueError, so
+    ``except ValueError`` written for :class:`OptionError` keeps catching it."""
+
+
 class KernelSyntaxError(PyptoError, ValueError):
     """Kernel code that the PyPTO language does not allow (for example ``break`` in pypto.loop)."""
 

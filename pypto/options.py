@@ -10,18 +10,26 @@ Kinds and their normalised (hashable) values, as returned by :meth:`OptionSpec.v
   such as ``RunMode.SIM`` become plain ints. ``bool`` is rejected.
 * ``bool``     -- ``True``/``False`` only (``0``/``1`` are rejected).
 * ``str``      -- a ``str``, one of ``choices`` when given.
-* ``list_str`` -- a ``tuple`` of ``str`` (a list, a tuple, or one bare string which becomes a
-  one-element tuple).
+* ``list_str`` -- a ``tuple`` of ``str`` (from a list or tuple; a bare string is refused, as
+  upstream does).
 * ``float_pair`` -- ``(rtol, atol)``: a tuple of two non-negative floats.
-* ``dict``     -- a :class:`FrozenMap` (a read-only, hashable ``dict``) of merge settings.
+* ``dict``     -- a :class:`FrozenMap` (a read-only, hashable ``dict``) of merge settings. Keys are
+  ints (``key_low`` .. int32 max), ``'DEFAULT'``, ``'func<magic>_<order>'`` or any other str
+  (a semantic label); ints cannot be mixed with the DEFAULT/func keys. A ``(count, side)`` value
+  keeps its side lower-cased; ``(count, 'auto')`` is just ``count``.
 * ``scope``    -- ``(scope_id, allow_parallel_merge, allow_cross_scope_merge)``; a bare int ``i``
   means ``(i, False, False)``.
 
 Values are looked up through layers: defaults <- global settings <- :func:`options` scopes
 (innermost wins) <- the per-kernel jit dicts given to :func:`effective`. As upstream, ``set_*``
 writes into the innermost active scope (or the global settings when no scope is active), so a
-setting made inside ``with pypto.options(...)`` ends with that block. Unlike upstream, an
-unknown key is an error, not silently ignored. Scopes are process-wide (not thread-local).
+setting made inside ``with pypto.options(...)`` ends with that block. An unknown key is an error.
+Scopes are process-wide (not thread-local).
+
+A value of the wrong type raises :class:`OptionTypeError` (a ``TypeError`` and a ``ValueError``),
+a value out of range :class:`OptionError` (a ``ValueError``). The ``get_<group>_options()``
+getters return lists and plain dicts; options marked ``listed=False`` (internal tuning knobs) are
+set through :func:`set_options` only and left out of the getters, as upstream does.
 """
 
 from __future__ import annotations
@@ -29,13 +37,14 @@ from __future__ import annotations
 import difflib
 import enum
 import functools
+import inspect
 import numbers
 import re
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from .errors import OptionError
+from .errors import OptionError, OptionTypeError
 
 INT32_MAX = 2**31 - 1
 
@@ -91,6 +100,18 @@ def _is_real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _type_name(value: object) -> str:
+    """The type of ``value`` in words, lists and dicts with their element types."""
+    if isinstance(value, (list, tuple)):
+        inner = sorted({type(v).__name__ for v in value})
+        return f"{type(value).__name__}[{' | '.join(inner)}]" if inner else type(value).__name__
+    if isinstance(value, Mapping):
+        keys = sorted({type(k).__name__ for k in value})
+        vals = sorted({type(v).__name__ for v in value.values()})
+        return f"dict[{' | '.join(keys)}, {' | '.join(vals)}]" if keys else "dict"
+    return type(value).__name__
+
+
 @dataclass(frozen=True)
 class OptionSpec:
     """One option: its type, allowed values, default and a one-line doc."""
@@ -107,6 +128,8 @@ class OptionSpec:
     enum: type | None = None  # the IntEnum whose members name the int values
     affects_compile: bool = True  # False: only changes how the program is scheduled/simulated
     legacy_bool: bool = False  # int option that was a bool in older releases: True -> 1
+    key_low: int = -1  # dict: the least int key (-1 = every group; vec_nbuffer_setting also -2)
+    listed: bool = True  # False: internal tuning knob, settable but not in get_*/set_*_options
 
     @property
     def key(self) -> str:
@@ -135,20 +158,29 @@ class OptionSpec:
         if k == "dict":
             value = f"int >= {self.low}"
             if self.choices:
-                value += f" or (count, {'|'.join(map(repr, self.choices))})"
-            return f"dict {{int key, or 'DEFAULT' / 'func<magic>_<order>' / label: {value}}}"
+                value += f" or (count >= 1, {'|'.join(map(repr, self.choices))})"
+            return (f"dict {{int key in [{self.key_low}, {INT32_MAX}], or 'DEFAULT' / 'func<magic>_<order>' / "
+                    f"label: {value}}}")
         if k == "scope":
             return (f"int scope id in [{self.low}, {self.high}] or "
                     "(scope_id, allow_parallel_merge: bool, allow_cross_scope_merge: bool)")
         return k  # bool
 
     def _fail(self, value: object, why: str | None = None) -> OptionError:
+        """A value of the right type that is out of range (a ValueError)."""
         expected = self.expected() + (f"; {why}" if why else "")
         return OptionError(f"invalid value for option {self.key}", expected=expected,
                            got=_show(value), param=self.param)
 
+    def _wrong_type(self, value: object, why: str | None = None) -> OptionTypeError:
+        """A value of the wrong type (a TypeError, and a ValueError like every OptionError)."""
+        expected = self.expected() + (f"; {why}" if why else "")
+        return OptionTypeError(f"option {self.key} has the wrong type", expected=expected,
+                               got=f"{value!r} ({_type_name(value)})", param=self.param)
+
     def validate(self, value: object) -> object:
-        """Return the normalised, hashable form of ``value`` or raise :class:`OptionError`."""
+        """Return the normalised, hashable form of ``value`` or raise :class:`OptionError`
+        (:class:`OptionTypeError` when the type is wrong)."""
         k = self.kind
         if k == "int":
             return self._check_int(value)
@@ -156,66 +188,109 @@ class OptionSpec:
             return self._check_dict(value)
         if k == "scope":
             return self._check_scope(value)
-        if k == "bool" and isinstance(value, bool):
+        if k == "list_str":
+            return self._check_list_str(value)
+        if k == "float_pair":
+            return self._check_pair(value)
+        if k == "bool":
+            if isinstance(value, bool):
+                return value
+            raise self._wrong_type(value)
+        if not isinstance(value, str):  # str
+            raise self._wrong_type(value)
+        if self.choices is None or value in self.choices:
             return value
-        if k == "str" and isinstance(value, str) and (self.choices is None or value in self.choices):
-            return value
-        if k == "list_str" and isinstance(value, str):
-            return (value,)
-        if k == "list_str" and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        if (k == "float_pair" and isinstance(value, (list, tuple)) and len(value) == 2
-                and all(_is_real(v) and 0 <= v < float("inf") for v in value)):
-            return (float(value[0]), float(value[1]))
         raise self._fail(value)
 
     def _check_int(self, value):
         if self.legacy_bool and isinstance(value, bool):
             return int(value)
         if not _is_int(value):
-            raise self._fail(value, "bool is not an int option value" if isinstance(value, bool) else None)
+            raise self._wrong_type(value, "bool is not an int option value" if isinstance(value, bool) else None)
         if value in self.special or self.low <= value <= self.high:
             return int(value)
         raise self._fail(value)
 
+    def _check_list_str(self, value):
+        # a bare str is refused (as upstream): "abc" would otherwise read as ['a', 'b', 'c'] or ['abc']
+        if not isinstance(value, (list, tuple)):
+            raise self._wrong_type(value)
+        for i, v in enumerate(value):
+            if not isinstance(v, str):
+                raise self._wrong_type(value, f"entry {i} is {v!r} ({type(v).__name__}), not a str")
+        return tuple(value)
+
+    def _check_pair(self, value):
+        if not isinstance(value, (list, tuple)) or not all(_is_real(v) for v in value):
+            raise self._wrong_type(value)
+        if len(value) == 2 and all(0 <= v < float("inf") for v in value):
+            return (float(value[0]), float(value[1]))
+        raise self._fail(value)
+
     def _check_dict(self, value):
         if not isinstance(value, Mapping):
-            raise self._fail(value)
+            raise self._wrong_type(value)
         items = {}
         for key, count in value.items():
             if _is_int(key):
-                if not -2**31 <= key <= INT32_MAX:
-                    raise self._fail(value, f"int key {key} out of int32 range")
+                if not self.key_low <= key <= INT32_MAX:
+                    raise self._fail(value, f"int key {key} is out of range")
                 key = int(key)
-            elif not isinstance(key, str) or not key:
-                raise self._fail(value, f"bad key {key!r}")
-            elif key[:4].lower() == "func" and not _FUNC_KEY.fullmatch(key):
-                raise self._fail(value, f"key {key!r} must look like 'func<magic>_<order>', e.g. 'func8_0'")
-            items[key] = self._check_count(value, count)
-        if any(_is_int(k) for k in items) and any(k == "DEFAULT" or str(k).startswith("func")
-                                                  for k in items if isinstance(k, str)):
-            raise self._fail(value, "int keys cannot be mixed with 'DEFAULT' / 'func..' keys")
+            elif not isinstance(key, str):
+                raise self._wrong_type(value, f"key {key!r} is a {type(key).__name__}")
+            elif not key:
+                raise self._fail(value, "an empty str key")
+            # any other str (including 'func_0' or 'func12') is a semantic label
+            items[key] = self._check_count(value, key, count)
+        if any(_is_int(k) for k in items) and any(_is_hash_order_key(k) for k in items):
+            raise self._fail(value, "cannot mix int keys with 'DEFAULT' / 'func<magic>_<order>' keys "
+                                    "in one setting")
         return FrozenMap(sorted(items.items(), key=lambda kv: (isinstance(kv[0], str), kv[0])))
 
-    def _check_count(self, whole, count):
-        if _is_int(count) and self.low <= count <= INT32_MAX:
-            return int(count)
-        if (self.choices and isinstance(count, (list, tuple)) and len(count) == 2
-                and _is_int(count[0]) and self.low <= count[0] <= INT32_MAX and count[1] in self.choices):
-            return (int(count[0]), count[1])
-        raise self._fail(whole, f"bad merge setting {count!r}")
+    def _check_count(self, whole, key, count):
+        if _is_int(count):
+            if self.low <= count <= INT32_MAX:
+                return int(count)
+            raise self._fail(whole, f"merge count {count} of key {key!r} is out of range")
+        if self.choices and isinstance(count, (list, tuple)):
+            # (count, side): side is case-insensitive; 'auto' is the plain count
+            if len(count) != 2:
+                raise self._fail(whole, f"value of key {key!r} must be (count, side), got {len(count)} entries")
+            n, side = count
+            if not _is_int(n) or not isinstance(side, str):
+                raise self._wrong_type(whole, f"value of key {key!r} must be (int count, str side)")
+            side = side.lower()
+            if not 1 <= n <= INT32_MAX or side not in self.choices:
+                raise self._fail(whole, f"bad (count, side) {count!r} for key {key!r}")
+            return int(n) if side == "auto" else (int(n), side)
+        raise self._wrong_type(whole, f"value of key {key!r} is {count!r} ({type(count).__name__})")
 
     def _check_scope(self, value):
         if _is_int(value):
             value = (value, False, False)
-        if not (isinstance(value, (list, tuple)) and len(value) == 3 and _is_int(value[0])
-                and isinstance(value[1], bool) and isinstance(value[2], bool)):
-            raise self._fail(value)
+        if not isinstance(value, (list, tuple)):
+            raise self._wrong_type(value)
+        if len(value) != 3:
+            raise self._fail(value, f"a tuple of 3 entries, got {len(value)}")
+        if not (_is_int(value[0]) and isinstance(value[1], bool) and isinstance(value[2], bool)):
+            raise self._wrong_type(value, "(int, bool, bool)")
         if not self.low <= value[0] <= self.high:
             raise self._fail(value, "scope id out of range")
         if value[0] == -1 and (value[1] or value[2]):
             raise self._fail(value, "scope id -1 requires both flags False")
         return (int(value[0]), value[1], value[2])
+
+    def user_form(self, value: object) -> object:
+        """``value`` as the getters return it: lists for list options, a plain dict for maps."""
+        if self.kind in ("list_str", "float_pair"):
+            return list(value)
+        if self.kind == "dict":
+            return dict(value)
+        return value
+
+
+def _is_hash_order_key(key: object) -> bool:
+    return key == "DEFAULT" or (isinstance(key, str) and _FUNC_KEY.fullmatch(key) is not None)
 
 
 def _o(group: str, name: str, kind: str, default, doc: str, rng: tuple | None = None, **kw) -> OptionSpec:
@@ -224,6 +299,8 @@ def _o(group: str, name: str, kind: str, default, doc: str, rng: tuple | None = 
 
 
 _R = dict(affects_compile=False)  # runtime options that only change scheduling / simulation
+# tuning knobs upstream keeps out of get_pass_options()/set_pass_options(): set_options(pass_options=..)
+_INTERNAL = dict(listed=False)
 _I32 = INT32_MAX
 _VERIFY_PASSES = ("ExpandFunction", "ProcessAtomic", "L1CopyInReuseMerge", "InferDynShape",
                   "PreGraphProcess", "InferParamIndex", "CodegenPreproc")
@@ -239,11 +316,11 @@ _TABLE: tuple[OptionSpec, ...] = (
        "Stop after this stage; anything but ALL_COMPLETE does not run the kernel.", (0, 5), enum=CompStage),
     _o("host", "compile_monitor_enable", "int", 1, "Compile watchdog: 0 off, 1 on, 2 with per-pass "
        "detail (True/False of older releases mean 1/0).", (0, 2), legacy_bool=True),
-    _o("host", "compile_timeout", "int", 600, "Time limit of a whole compilation, seconds.", (1, _I32)),
+    _o("host", "compile_timeout", "int", 600, "Time limit of a whole compilation, seconds.", (0, _I32)),
     _o("host", "compile_timeout_stage", "int", 0, "Time limit of one stage, seconds (0 = off).", (0, _I32)),
-    _o("host", "compile_monitor_print_interval", "int", 60, "Seconds between watchdog reports.", (1, _I32)),
+    _o("host", "compile_monitor_print_interval", "int", 60, "Seconds between watchdog reports.", (0, _I32)),
     _o("pass", "vec_nbuffer_setting", "dict", FrozenMap(), "Merge count of identical AIV subgraphs "
-       "(-1 = every group; {} = automatic, {'DEFAULT': 1} = no merge).", low=1),
+       "(-1 = every group; {} = automatic, {'DEFAULT': 1} = no merge).", low=0, key_low=-2),
     _o("pass", "cube_l1_reuse_setting", "dict", FrozenMap(), "Merge count of cube subgraphs loading the "
        "same GM data, or (count, side).", low=0, choices=("left", "right", "auto")),
     _o("pass", "cube_nbuffer_setting", "dict", FrozenMap({-1: 1}),
@@ -259,17 +336,21 @@ _TABLE: tuple[OptionSpec, ...] = (
     _o("pass", "sg_set_tunevf_mode", "int", 0, "Vector-function tuning mode of following ops.", (0, 2)),
     _o("pass", "enable_slice", "bool", False, "Enable the slice optimisation of views."),
     _o("pass", "pg_parallel_lower_bound", "int", 20, "Keep identical subgraphs unmerged when fewer than "
-       "this (internal).", (0, _I32)),
+       "this (internal).", (0, _I32), **_INTERNAL),
     _o("pass", "pg_lower_bound", "int", 512, "Try to merge subgraphs smaller than this (internal).",
-       (0, _I32)),
+       (0, _I32), **_INTERNAL),
     _o("pass", "pg_partition_algorithm", "str", "Iso", "Graph partitioning algorithm (internal).",
-       choices=("Iso", "OspSarkar", "OspBsp")),
+       choices=("Iso", "OspSarkar", "OspBsp"), **_INTERNAL),
     _o("pass", "mg_copyin_upper_bound", "int", 104857600, "Stop merging above this many copied-in bytes "
-       "(internal).", (0, _I32)),
+       "(internal).", (0, _I32), **_INTERNAL),
     _o("pass", "mg_vec_parallel_lb", "int", 48, "Least parallelism kept when merging AIV subgraphs "
-       "(internal).", (1, 48)),
+       "(internal).", (1, 48), **_INTERNAL),
     _o("pass", "copyout_resolve_coalescing", "int", 0, "Coalesce scattered copy-outs (0 = off, internal).",
-       (0, 1000000)),
+       (0, 1000000), **_INTERNAL),
+    _o("pass", "ooo_sort_mode_aic", "str", "", "Out-of-order sort algorithm of AIC tasks ('' = default, "
+       "internal).", **_INTERNAL),
+    _o("pass", "ooo_sort_mode_aiv", "str", "", "Out-of-order sort algorithm of AIV tasks ('' = default, "
+       "internal).", **_INTERNAL),
     _o("runtime", "run_mode", "int", RunMode.SIM, "RunMode.NPU or RunMode.SIM (the default here).",
        (0, 1), enum=RunMode, **_R),
     _o("runtime", "device_sched_mode", "int", 0, "Ready queue: 0 FIFO, 1 L2 affinity (newest first), "
@@ -349,6 +430,7 @@ def validate_group(group: str, values: Mapping | None, *, param: str | None = No
 # State: global settings and a stack of scopes, versioned so callers can cache effective().
 
 _lock = threading.RLock()
+_root: dict[str, dict[str, object]] = {g: {} for g in GROUPS}  # below _global; reset_options keeps it
 _global: dict[str, dict[str, object]] = {g: {} for g in GROUPS}
 _scopes: list[dict[str, dict[str, object]]] = []
 _version = 0
@@ -379,7 +461,7 @@ def _resolved_all() -> dict[str, dict[str, object]]:
     with _lock:
         if _cache is None or _cache[0] != _version:
             merged = {g: {n: OPTIONS[g, n].default for n in _NAMES[g]} for g in GROUPS}
-            for layer in [_global, *_scopes, *_forced]:
+            for layer in [_root, _global, *_scopes, *_forced]:
                 for group, values in layer.items():
                     merged[group].update(values)
             _cache = (_version, merged)
@@ -399,8 +481,31 @@ def set_options(**group_dicts: Mapping | None) -> None:
     _apply(validated)
 
 
+def set_root_options(**group_dicts: Mapping | None) -> None:
+    """Change the starting values themselves, e.g. ``set_root_options(pass_options={...})``.
+
+    The root layer sits under the global settings and survives :func:`reset_options` (upstream's
+    root scope, which its test configuration sets ``pass.enable_slice`` on). Clear it with
+    :func:`reset_root_options`.
+    """
+    validated = {_group_name(k, param=k): validate_group(k, v, param=k) for k, v in group_dicts.items()}
+    with _lock:
+        for group, values in validated.items():
+            _root[group].update(values)
+        _changed()
+
+
+def reset_root_options() -> None:
+    """Drop every value set with :func:`set_root_options`."""
+    with _lock:
+        for values in _root.values():
+            values.clear()
+        _changed()
+
+
 def reset_options() -> None:
-    """Back to defaults: clears the global settings and the values set in every active scope."""
+    """Back to the starting values: clears the global settings and the values set in every active
+    scope (not the root values of :func:`set_root_options`)."""
     with _lock:
         for layer in [_global, *_scopes]:
             layer.clear()
@@ -408,18 +513,43 @@ def reset_options() -> None:
 
 
 def _make_accessors(group: str) -> tuple[Callable[..., None], Callable[[], dict]]:
+    """``set_<group>_options(*, name=None, ...)`` and ``get_<group>_options()`` over the listed
+    options of a group (as upstream, internal knobs are reached through `set_options` only)."""
+    listed = tuple(n for n in _NAMES[group] if OPTIONS[group, n].listed)
+
     def setter(**values: object) -> None:
-        _apply({group: validate_group(group, values, param=f"{group}_options")})
+        for name in values:
+            if name not in listed:
+                raise _no_such_parameter(setter.__name__, group, name, listed)
+        given = {n: v for n, v in values.items() if v is not None}  # None leaves a value as it is
+        _apply({group: validate_group(group, given, param=f"{group}_options")})
 
     def getter() -> dict[str, object]:
-        return current(group)
+        merged = _resolved_all()[group]
+        return {n: OPTIONS[group, n].user_form(merged[n]) for n in listed}
 
-    lines = "\n".join(f"    {n}: {OPTIONS[group, n].doc}" for n in _NAMES[group])
+    lines = "\n".join(f"    {n}: {OPTIONS[group, n].doc}" for n in listed)
     setter.__name__ = setter.__qualname__ = f"set_{group}_options"
     getter.__name__ = getter.__qualname__ = f"get_{group}_options"
-    setter.__doc__ = f"Set {group} options in the current scope (validated first).\n\n{lines}\n"
-    getter.__doc__ = f"The effective {group} options."
+    setter.__doc__ = (f"Set {group} options in the current scope (validated first; None leaves an option "
+                      f"unchanged).\n\n{lines}\n")
+    getter.__doc__ = f"The effective {group} options (lists and dicts as the user writes them)."
+    setter.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in listed],
+        return_annotation=None)
     return setter, getter
+
+
+def _no_such_parameter(func: str, group: str, name: str, listed: tuple) -> OptionTypeError:
+    if (group, name) in OPTIONS:  # an internal knob
+        return OptionTypeError(f"{func}() has no parameter {name!r}", expected=", ".join(listed), got=name,
+                               param=f"{group}_options",
+                               hint=f"{name} is an internal option: pypto.set_options({group}_options="
+                                    f"{{{name!r}: ...}})")
+    close = difflib.get_close_matches(str(name), listed, n=1)
+    return OptionTypeError(f"unknown option {name!r} in {group}_options ({func}() has no such parameter)",
+                           expected="one of " + ", ".join(listed), got=_show(name), param=f"{group}_options",
+                           hint=f"did you mean {close[0]!r}?" if close else None)
 
 
 set_codegen_options, get_codegen_options = _make_accessors("codegen")

@@ -9,6 +9,7 @@ them never recompiles.
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import inspect
 import sys
@@ -31,6 +32,7 @@ from .checks import check_source
 from .control import global_tiles
 from ..runtime.machine import current_machine
 from .signature import Signature
+from .strided import check_written, dense_numpy, write_back
 from .trace import trace
 
 _GROUPS = ("codegen_options", "host_options", "pass_options", "runtime_options", "verify_options",
@@ -62,6 +64,14 @@ def _freeze(v):
         return (type(v).__qualname__, repr(v))
 
 
+def _snapshot(options: dict) -> dict:
+    """A copy of a user's option dict to compare it with later (lists inside are copied too)."""
+    try:
+        return copy.deepcopy(options)
+    except Exception:  # an uncopyable value: compare by identity of the values
+        return dict(options)
+
+
 def _code_names(code) -> set:
     names = set(code.co_names)
     for c in code.co_consts:
@@ -91,11 +101,17 @@ class JitFunction:
         code = fn.__code__
         self.loc = SourceLoc(code.co_filename, _def_line(code), fn.__name__)
         overrides = {}
+        # As upstream, the runtime_options dict is read at every call (a script may set run_mode in
+        # it after decorating); the other groups are copied here. _sync_runtime re-validates it.
+        self._live_runtime = None
+        self._runtime_seen = None
         for key, value in jit_options.items():
             if key in _ACCEPTED_COMPAT:
                 continue
             if key not in _GROUPS:
                 raise _options_error(key, self.loc)
+            if key == "runtime_options" and isinstance(value, dict):
+                self._live_runtime, self._runtime_seen = value, _snapshot(value)
             if value:
                 try:
                     overrides[key[:-len("_options")]] = _options.validate_group(key[:-len("_options")], value,
@@ -126,13 +142,15 @@ class JitFunction:
 
     def _call(self, args, kwargs):
         t0 = time.perf_counter()
+        if self._live_runtime is not None:
+            self._check_runtime_dict()
         self._resolved()
         if self._opts[3]:  # run_mode NPU: refuse before compiling anything
             raise BackendUnavailableError(
                 "runtime_options['run_mode'] is NPU, but this build has no NPU backend",
                 expected="pypto.RunMode.SIM (1), the CPU simulator", got="pypto.RunMode.NPU (0)",
                 param="runtime_options['run_mode']", loc=self.loc)
-        entry, tensors, env, hit, reason = self._lookup(args, kwargs, count=True)
+        entry, tensors, env, hit, reason, strided = self._lookup(args, kwargs, count=True)
         compiled = entry.compiled
         t1 = time.perf_counter()
         opts = self._resolved()
@@ -141,6 +159,8 @@ class JitFunction:
                                      lambda: compiled.executor.run(tensors, env, opts))
         else:
             results, report = compiled.executor.run(tensors, env, opts), None
+        if strided is not None:
+            write_back(strided, compiled, tensors)
         t2 = time.perf_counter()
         compile_s = 0.0 if hit else compiled.compile_seconds
         self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled, verify=report,
@@ -153,6 +173,34 @@ class JitFunction:
         if compiled.returns == "tensor":
             return results[0]
         return tuple(results) if compiled.returns == "tuple" else list(results)
+
+    def _check_runtime_dict(self) -> None:
+        """Compare the decorator's runtime_options dict with what was last validated."""
+        live = self._live_runtime
+        try:
+            same = live == self._runtime_seen
+        except Exception:  # a value whose == is not a bool (an array): validation will say why
+            same = False
+        if not same:
+            self._sync_runtime(live)
+
+    def _sync_runtime(self, live) -> None:
+        """The runtime_options dict given to the decorator changed: validate and use it. A change
+        of a compile-affecting option (valid_shape_optimize) then misses the cache with that reason."""
+        try:
+            values = _options.validate_group("runtime", live, param="runtime_options")
+        except PyptoError as e:
+            e.hint = e.hint or (f"the runtime_options dict of kernel '{self.fn.__name__}' ({self.loc}) "
+                                f"was changed after decoration")
+            e.loc = e.loc or user_loc()
+            e.args = (e._format(),)
+            raise e
+        if values:
+            self.jit_options["runtime"] = values
+        else:
+            self.jit_options.pop("runtime", None)
+        self._runtime_seen = _snapshot(live)
+        self._opts = (-1, None, None, False)
 
     def _resolved(self):
         version = _options.state_version()
@@ -170,7 +218,7 @@ class JitFunction:
             raw, consts = sig.bind(args, kwargs)
         except PyptoError as e:
             raise e.with_loc(self.loc)
-        tensors, dtypes, tkey, env = _bind_tensors(sig, raw, self.loc)
+        tensors, dtypes, tkey, env, strided = _bind_tensors(sig, raw, self.loc)
         opts = self._resolved()
         g = self.fn.__globals__
         key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), self._opts[2], global_tiles(),
@@ -182,10 +230,12 @@ class JitFunction:
             entry = self._compile(key, sig, tensors, dtypes, consts, opts)
             if count:
                 self._misses += 1
-        elif count:
+        if strided is not None:  # before a hit is counted: a refused call is not a hit
+            check_written(strided, entry.compiled, sig.tensors, self.loc)
+        if count and reason is None:
             entry.hits += 1
             self._hits += 1
-        return entry, tensors, env, entry is not None and reason is None, reason
+        return entry, tensors, env, entry is not None and reason is None, reason, strided
 
     def _signature(self) -> Signature:
         try:
@@ -251,6 +301,8 @@ class JitFunction:
     def inspect(self, *args, **kwargs) -> CompiledKernel:
         """The compiled version for these arguments (compiled if needed; nothing runs)."""
         try:
+            if self._live_runtime is not None:
+                self._check_runtime_dict()
             entry = self._lookup(args, kwargs, count=False)[0]
         except PyptoError as e:
             raise e.with_traceback(None)
@@ -355,10 +407,14 @@ _OPTION_KEYS: dict = {}  # compile-affecting option values -> small int (cache k
 def _bind_tensors(sig: Signature, raw: list, loc):
     """Check each tensor argument against its spec; return tensors, dtypes, key part and sizes."""
     tensors, dtypes, key, env, where = [], [], [], {}, {}
+    strided = None  # [(index, caller's tensor)] of arguments replaced by dense copies (strided.py)
     for n, (spec, t) in enumerate(zip(sig.tensors, raw), 1):
         if not isinstance(t, _torch.Tensor):
             if type(t).__module__ == "numpy" and hasattr(t, "__array_interface__"):
-                t = _torch.from_numpy(t)
+                original = t
+                t, copied = dense_numpy(t)
+                if copied:
+                    strided = (strided or []) + [(n - 1, original)]
             else:
                 raise ArgumentTypeError(f"tensor argument '{spec.param}' ({_ordinal(n)} tensor) is not a tensor",
                                         expected="a CPU torch.Tensor (or numpy array)",
@@ -374,10 +430,9 @@ def _bind_tensors(sig: Signature, raw: list, loc):
             raise ArgumentTypeError(f"tensor argument '{spec.param}' has the wrong dtype",
                                     expected=f"{spec.dtype.name} ({spec.describe()})",
                                     got=f"{dt.name} ({t.dtype})", param=spec.param, loc=loc)
-        if not t.is_contiguous():
-            raise ArgumentValueError(f"tensor argument '{spec.param}' is not contiguous",
-                                     expected="a contiguous tensor (call .contiguous())",
-                                     got=f"strides {tuple(t.stride())}", param=spec.param, loc=loc)
+        if not t.is_contiguous():  # a view: the call runs on a dense copy (strided.py)
+            strided = (strided or []) + [(n - 1, t)]
+            t = t.contiguous()
         shape = tuple(t.shape)
         if spec.dims is None:
             kd = shape
@@ -411,7 +466,7 @@ def _bind_tensors(sig: Signature, raw: list, loc):
         tensors.append(t)
         dtypes.append(dt)
         key.append((dt, len(shape), kd))
-    return tensors, dtypes, tuple(key), env
+    return tensors, dtypes, tuple(key), env, strided
 
 
 def _key_text(sig, tensors, dtypes, consts, opts) -> str:
@@ -443,7 +498,10 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
     """Compile a PyPTO kernel on first call and cache it per static signature.
 
     Spellings: ``@pypto.jit``, ``@pypto.jit(runtime_options={...})`` and ``pypto.jit(fn, ...)``.
-    The six option groups are dicts validated against pypto's option table.
+    The six option groups are dicts validated against pypto's option table. As upstream, the
+    ``runtime_options`` dict is read again at every call (a change made to it after decorating
+    applies to the next call, and is validated then); the other groups are copied here. Global
+    settings (``pypto.set_*_options``) are read at every call.
     """
     groups = dict(codegen_options=codegen_options, host_options=host_options, pass_options=pass_options,
                   runtime_options=runtime_options, verify_options=verify_options, debug_options=debug_options)

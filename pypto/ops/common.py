@@ -158,17 +158,36 @@ def emit(kind: str, inputs, outs, attrs=None, names=None):
     return handles[0] if len(handles) == 1 else tuple(handles)
 
 
+# ops of other kinds whose tiling upstream also checks against the vector tile (fill, range, random)
+_TILED_CREATE = frozenset({"full", "arange", "uniform", "normal"})
+# ops upstream checks against their last input (the values put or added), not their target
+_TILED_BY_LAST_INPUT = frozenset({"index_put", "index_add"})
+
+
 def check_vec_tile(tracer, kind, inputs, outs, where):
-    """The current vector tile must have one size per dim of the op it tiles."""
+    """The vector tile needs at least one size per dim of the tensor the op is tiled over.
+
+    As upstream, a tile may have more sizes than that tensor has dims: a rank-R tensor uses the
+    first R sizes (`passes.expand.leading_tile`), so one ``set_vec_tile_shapes`` serves ops of
+    lower rank too. The tiled tensor is the larger of the first input and the first output (a
+    reduction is tiled over its input, a broadcast over its output); index_put and index_add are
+    tiled over the values they write (their last input).
+    """
     tile = tracer.vec_tile
-    if tile is None or REGISTRY[kind].kind != "vector":
+    if tile is None:
         return
-    rank = inputs[0]._value.rank if inputs else len(outs[0][1])
-    # upstream matches the tile against the output it tiles: a lower-rank first operand that
-    # broadcasts ([M] + [N, M]) takes the output's rank
-    if len(tile) != rank and len(tile) != len(outs[0][1]):
-        raise ShapeError(f"pypto.{kind}: the vector tile shape has {len(tile)} dims but the op has {rank}",
-                         expected=f"set_vec_tile_shapes with {rank} sizes before this op",
+    spec = REGISTRY[kind]
+    if spec.kind != "vector" and kind not in _TILED_CREATE:
+        return
+    if kind in _TILED_BY_LAST_INPUT:
+        rank = inputs[-1]._value.rank
+    else:
+        rank = max(inputs[0]._value.rank if inputs else 0, len(outs[0][1]) if outs else 0)
+    if len(tile) < rank:
+        raise ShapeError(f"pypto.{kind}: the vector tile has {len(tile)} size(s), fewer than the rank {rank} of "
+                         f"the tensor this op is tiled over",
+                         expected=f"set_vec_tile_shapes with at least {rank} sizes before this op (the first "
+                                  f"{rank} tile the op; further sizes are for ops of higher rank)",
                          got=f"set_vec_tile_shapes{tuple(tile)}", param="vec_tile_shapes", loc=where)
 
 

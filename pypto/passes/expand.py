@@ -47,6 +47,15 @@ WHOLE |= {"index_put", "fillpad", "gather_in_ub", "gather_in_l1"}  # pypto/ops/m
 LAST_DIM_WHOLE |= {"gathermask"}  # pypto/ops/more_indexing.py: the masked last dim stays whole
 
 
+def leading_tile(vec, shape):
+    """Upstream's rule for the tile of a rank-R tensor under a vector tile of at least R sizes:
+    the first R sizes, each clipped to its dim (a 1-D ``gamma`` under ``(4, 64)`` tiles by 4).
+    None when the tile has fewer sizes (the op then takes `default_tile`)."""
+    if vec is None or len(vec) < len(shape):
+        return None
+    return tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(vec, shape))
+
+
 def default_tile(shape) -> tuple:
     """A tile of at most DEFAULT_TILE_ELEMENTS: the whole last dim when it fits, then leading dims."""
     budget = DEFAULT_TILE_ELEMENTS
@@ -82,9 +91,11 @@ class Expander:
         return v, base, extent
 
     def tile_of(self, op, shape) -> tuple:
-        vec = op.tiles.vec
-        tile = vec if vec is not None and len(vec) == len(shape) else default_tile(shape)
-        return tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(tile, shape))
+        """The tile of a tensor of ``shape`` under the op's vector tile (`leading_tile`), else a default."""
+        tile = leading_tile(op.tiles.vec, shape)
+        if tile is not None:
+            return tile
+        return tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(default_tile(shape), shape))
 
     @staticmethod
     def grid_of(shape, tile) -> tuple:
@@ -239,8 +250,9 @@ class Expander:
         if tile is None and prod is not None and src.id not in self.views:
             tile = prod.shape
         if tile is None or any(not isinstance(t, int) for t in tile):
-            tile = self.tile_of(op, src.shape) if op.tiles.vec and len(op.tiles.vec) == src.rank \
-                else default_tile(src.shape)
+            vec = op.tiles.vec
+            # a copy tiles its source like upstream's assemble: dims past the tile's sizes take its last size
+            tile = tuple(vec[min(d, len(vec) - 1)] for d in range(src.rank)) if vec else default_tile(src.shape)
             tile = tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(tile, src.shape))
         grid = self.grid_of(src.shape, tile)
         R = src.rank
@@ -333,13 +345,14 @@ class Expander:
                       grid, {"bcast": flags}, op)
 
     def transpose(self, op):
+        """The vector tile follows the input's dims (as upstream); the output tile swaps two sizes."""
         x, out = op.inputs[0], op.outputs[0]
         d0, d1 = op.attrs["dims"]
-        tile = self.tile_of(op, out.shape)
-        grid = self.grid_of(out.shape, tile)
         perm = list(range(out.rank))
         perm[d0], perm[d1] = perm[d1], perm[d0]
-        itile = [tile[perm[k]] for k in range(out.rank)]
+        itile = self.tile_of(op, x.shape)
+        tile = tuple(itile[perm[j]] for j in range(out.rank))
+        grid = self.grid_of(out.shape, tile)
         self.emit("transpose", [self.access(x, itile, perm, grid)], [self.access(out, tile, range(out.rank), grid)],
                   grid, op.attrs, op)
 
@@ -387,10 +400,12 @@ class Expander:
         self.emit(op.kind, [acc(v) for v in op.inputs], [acc(v) for v in op.outputs], grid, op.attrs, op)
 
     def permute(self, op):
-        """Output tiles; input dim k moves with output dim j where dims[j] == k."""
+        """Output tiles; input dim k moves with output dim j where dims[j] == k. The vector tile
+        follows the input's dims (as upstream): output dim j is tiled by the size of input dim dims[j]."""
         x, out = op.inputs[0], op.outputs[0]
         perm = op.attrs["dims"]
-        tile = self.tile_of(op, out.shape)
+        itile = self.tile_of(op, x.shape)
+        tile = tuple(itile[perm[j]] for j in range(out.rank))
         grid = self.grid_of(out.shape, tile)
         inv = [perm.index(k) for k in range(out.rank)]
         self.emit("permute", [self.access(x, [tile[inv[k]] for k in range(x.rank)], inv, grid)],
@@ -417,9 +432,9 @@ class Expander:
 
     def whole_dims_tile(self, op, shape, dims) -> list:
         """The op's vec tile (or a default within DEFAULT_TILE_ELEMENTS) with ``dims`` whole."""
-        vec = op.tiles.vec
-        if vec is not None and len(vec) == len(shape):
-            tile = [min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(vec, shape)]
+        tile = leading_tile(op.tiles.vec, shape)
+        if tile is not None:
+            tile = list(tile)
         else:
             budget = DEFAULT_TILE_ELEMENTS
             for d in dims:

@@ -278,10 +278,20 @@ def test_one_hot(dtype, shape):
     check_op(lambda a: pypto.one_hot(a, 7), [x], lambda a: torch.nn.functional.one_hot(a.long(), 7), out_dtype=I64)
 
 
+@pypto.jit
+def one_hot_rows(x: pypto.Tensor([pypto.DYNAMIC, 3], pypto.DT_INT32),
+                 out: pypto.Tensor([pypto.DYNAMIC, 3, 5], pypto.DT_INT64), sizes=(16, 3, 5)):
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 16)):
+        pypto.set_vec_tile_shapes(*sizes)  # as upstream: one size per dim of the [16, 3, 5] result
+        out[b * 16:(b + 1) * 16] = pypto.one_hot(x[b * 16:(b + 1) * 16], 5)
+
+
 def test_one_hot_tiled_rows_with_tail():
     x = index((37, 3), 5, I32)
-    check_op(lambda a: pypto.one_hot(a, 5), [x], lambda a: torch.nn.functional.one_hot(a.long(), 5), mode="tiled",
-             out_dtype=I64, tile_inputs=[True])
+    out = torch.full((37, 3, 5), -1, dtype=I64)
+    check_kernel(one_hot_rows, [x, out], torch.nn.functional.one_hot(x.long(), 5), out=1)
+    with pytest.raises(pypto.ShapeError, match="rank 3"):  # a tile of the index's rank is too short
+        one_hot_rows(x, out, (16, 3))
 
 
 def test_one_hot_rejects():

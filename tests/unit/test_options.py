@@ -39,7 +39,8 @@ def test_groups_and_keys():
         "pass": {"vec_nbuffer_setting", "cube_l1_reuse_setting", "cube_nbuffer_setting", "sg_set_scope",
                  "sg_set_ooo_scope", "ooo_sched_mode", "auto_mix_partition", "sg_set_tunevf_mode",
                  "enable_slice", "pg_parallel_lower_bound", "pg_lower_bound", "pg_partition_algorithm",
-                 "mg_copyin_upper_bound", "mg_vec_parallel_lb", "copyout_resolve_coalescing"},
+                 "mg_copyin_upper_bound", "mg_vec_parallel_lb", "copyout_resolve_coalescing",
+                 "ooo_sort_mode_aic", "ooo_sort_mode_aiv"},
         "codegen": {"support_dynamic_aligned", "soc_version", "enable_pmu_trace", "vf_options"},
         "verify": {"enable_pass_verify", "pass_verify_save_tensor", "pass_verify_save_tensor_dir",
                    "pass_verify_pass_filter", "pass_verify_error_tol"},
@@ -49,6 +50,39 @@ def test_groups_and_keys():
     for group, names in expected.items():
         assert set(O.current(group)) == names
     assert len(O.OPTIONS) == sum(map(len, expected.values()))
+
+
+def test_getters_list_what_the_setters_take():
+    """As upstream: get_<group>_options() has exactly the setter's keyword parameters; internal
+    tuning knobs are set through set_options only."""
+    import inspect
+
+    internal = {"pg_parallel_lower_bound", "pg_lower_bound", "pg_partition_algorithm", "mg_copyin_upper_bound",
+                "mg_vec_parallel_lb", "copyout_resolve_coalescing", "ooo_sort_mode_aic", "ooo_sort_mode_aiv"}
+    for group in O.GROUPS:
+        setter, getter = getattr(O, f"set_{group}_options"), getattr(O, f"get_{group}_options")
+        params = inspect.signature(setter).parameters
+        assert set(params) == set(getter()) == set(O.current(group)) - internal
+        assert all(p.kind is p.KEYWORD_ONLY and p.default is None for p in params.values())
+    assert not internal & set(O.get_pass_options())
+    O.set_options(pass_options={"pg_lower_bound": 64})
+    assert O.current("pass")["pg_lower_bound"] == 64 and O.effective().get("pass", "pg_lower_bound") == 64
+    with pytest.raises(OptionError, match="internal option") as info:
+        O.set_pass_options(pg_lower_bound=3)
+    assert isinstance(info.value, TypeError)
+    with pytest.raises(TypeError, match="did you mean 'enable_slice'"):
+        O.set_pass_options(enable_slices=True)
+
+
+def test_getters_return_user_forms_and_none_leaves_a_value():
+    O.set_debug_options(dump_pass_graph=["A", "B"])
+    O.set_verify_options(pass_verify_error_tol=(1e-2, 1e-4))
+    assert O.get_debug_options()["dump_pass_graph"] == ["A", "B"]
+    assert O.get_verify_options()["pass_verify_error_tol"] == [1e-2, 1e-4]
+    assert type(O.get_pass_options()["cube_nbuffer_setting"]) is dict
+    O.set_debug_options(dump_pass_graph=None, runtime_debug_mode=2)
+    assert O.get_debug_options()["dump_pass_graph"] == ["A", "B"]
+    assert O.current("debug")["dump_pass_graph"] == ("A", "B")  # the normalised, hashable form
 
 
 @pytest.mark.parametrize("s", list(O.OPTIONS.values()), ids=ids)
@@ -63,7 +97,9 @@ def test_selected_defaults():
     assert O.get_runtime_options()["launch_sched_aicpu_num"] == 7
     assert O.get_pass_options()["cube_nbuffer_setting"] == {-1: 1}
     assert O.get_pass_options()["sg_set_scope"] == (-1, False, False)
+    assert O.get_pass_options()["enable_slice"] is False
     assert O.get_host_options()["compile_stage"] == O.CompStage.ALL_COMPLETE
+    assert O.get_host_options()["compile_monitor_enable"] == 1
     assert O.get_operation_options() == {"combine_axis": True}
 
 
@@ -95,6 +131,47 @@ def test_int_range_edges(s):
 def test_bool_rejected_for_int(s):
     with pytest.raises(OptionError, match="bool"):
         s.validate(True)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: O.set_pass_options(sg_set_scope="aa"),
+    lambda: O.set_pass_options(cube_nbuffer_setting=[1, 2]),
+    lambda: O.set_host_options(compile_monitor_enable="true"),
+    lambda: O.set_host_options(compile_timeout="100"),
+    lambda: O.set_codegen_options(support_dynamic_aligned="true"),
+    lambda: O.set_verify_options(pass_verify_save_tensor_dir=123),
+    lambda: O.set_debug_options(runtime_debug_mode="1"),
+    lambda: O.set_debug_options(dump_pass_graph=1),
+    lambda: O.set_debug_options(dump_pass_graph="RemoveRedundantReshape"),
+    lambda: O.set_debug_options(dump_pass_graph=["RemoveRedundantReshape", 1]),
+    lambda: O.set_options(runtime_options={"stitch_function_max_num": "aa"}),
+    lambda: O.set_options(runtime_options={"ready_on_host_tensors": "tensor0"}),
+    lambda: O.set_options(runtime_options={"ready_on_host_tensors": ["x", 1, "y"]}),
+    lambda: O.set_options(verify_options={"pass_verify_pass_filter": False}),
+    lambda: O.set_options(verify_options={"pass_verify_error_tol": "0.1,0.1"}),
+])
+def test_wrong_types_are_type_errors(call):
+    """The cases upstream's option tests reject as a wrong type: a TypeError naming the option."""
+    before = {g: O.current(g) for g in O.GROUPS}
+    with pytest.raises(TypeError, match="wrong type") as info:
+        call()
+    assert isinstance(info.value, OptionError) and info.value.param.endswith("]")
+    assert {g: O.current(g) for g in O.GROUPS} == before
+
+
+@pytest.mark.parametrize("call", [
+    lambda: O.set_pass_options(sg_set_scope=-2),
+    lambda: O.set_pass_options(sg_set_scope=(2147483648, True, False)),
+    lambda: O.set_pass_options(sg_set_ooo_scope=100001),
+    lambda: O.set_pass_options(sg_set_ooo_scope=-2),
+    lambda: O.set_pass_options(cube_l1_reuse_setting={-11: 2}),
+    lambda: O.set_host_options(compile_timeout=-10),
+    lambda: O.set_options(runtime_options={"not_exist": 1}),
+])
+def test_out_of_range_values_and_unknown_keys_are_value_errors(call):
+    with pytest.raises(OptionError) as info:
+        call()
+    assert isinstance(info.value, ValueError) and not isinstance(info.value, TypeError)
 
 
 def test_legacy_bool_int_option():
@@ -149,13 +226,17 @@ def test_str_list_pair_kinds():
     assert O.spec("pass", "ooo_sched_mode").validate("HLF") == "HLF"
     with pytest.raises(OptionError, match="GAPMIN"):
         O.spec("pass", "ooo_sched_mode").validate("hlf")
-    assert O.spec("debug", "dump_pass_graph").validate("ExpandFunction") == ("ExpandFunction",)
-    with pytest.raises(OptionError):
-        O.spec("debug", "dump_pass_graph").validate(["a", 1])
+    dump = O.spec("debug", "dump_pass_graph")
+    assert dump.validate(["ExpandFunction"]) == ("ExpandFunction",)
+    for bad in ("ExpandFunction", 1, ["a", 1]):  # a bare str is a type error, as upstream
+        with pytest.raises(OptionError, match="wrong type") as info:
+            dump.validate(bad)
+        assert isinstance(info.value, TypeError)
     tol = O.spec("verify", "pass_verify_error_tol")
     assert tol.validate([1e-2, 0]) == (0.01, 0.0)
-    for bad in ([1e-3], (1e-3, -1.0), (True, 1e-3), "1e-3"):
-        with pytest.raises(OptionError):
+    for bad, kind in (([1e-3], ValueError), ((1e-3, -1.0), ValueError), ((True, 1e-3), TypeError),
+                      ("1e-3", TypeError), ("0.1,0.1", TypeError)):
+        with pytest.raises(kind):
             tol.validate(bad)
 
 
@@ -167,22 +248,41 @@ def test_dict_options():
         got["x"] = 1
     assert pickle.loads(pickle.dumps(got)) == got
     assert vec.validate({-1: 2, 0: 4}) == {-1: 2, 0: 4}
-    for bad in ({-1: 2, "DEFAULT": 1}, {"Func0_0": 1}, {"func_0": 1}, {"DEFAULT": 0}, {1.5: 1}, [1]):
-        with pytest.raises(OptionError):
+    # keys: -2 is the least int key of vec_nbuffer_setting, -1 of the cube settings; other strs
+    # (also 'func_0', 'func12') are semantic labels, which may sit next to int keys
+    assert vec.validate({-2: 0}) == {-2: 0} and vec.validate({"DEFAULT": 0}) == {"DEFAULT": 0}
+    assert vec.validate({"func_0": 1, "func12": 2, "conv": 3}) == {"func_0": 1, "func12": 2, "conv": 3}
+    assert vec.validate({-1: 4, "conv": 2}) == {-1: 4, "conv": 2}
+    for bad, kind in (({-1: 2, "DEFAULT": 1}, ValueError), ({-3: 1}, ValueError), ({"DEFAULT": -1}, ValueError),
+                      ({1.5: 1}, TypeError), ([1], TypeError), ({0: "1"}, TypeError), ({"": 1}, ValueError)):
+        with pytest.raises(kind) as info:
             vec.validate(bad)
+        assert isinstance(info.value, OptionError)
+    with pytest.raises(OptionError, match="cannot mix"):
+        vec.validate({-1: 4, "func123_0": 2})
+    nbuf = O.spec("pass", "cube_nbuffer_setting")
+    for bad in ({-2: 1}, {0: 0}):
+        with pytest.raises(OptionError):
+            nbuf.validate(bad)
     l1 = O.spec("pass", "cube_l1_reuse_setting")
-    assert l1.validate({0: [4, "left"]}) == {0: (4, "left")}
-    with pytest.raises(OptionError):
-        l1.validate({0: (4, "up")})
+    assert l1.validate({0: [4, "left"], 1: (2, "RIGHT"), 2: (3, "auto"), 3: 0}) == \
+        {0: (4, "left"), 1: (2, "right"), 2: 3, 3: 0}
+    for bad, kind in (({0: (4, "up")}, ValueError), ({0: (0, "left")}, ValueError), ({0: (1, 2, 3)}, ValueError),
+                      ({0: ("4", "left")}, TypeError), ({-11: 2}, ValueError), ({0: 1.0}, TypeError)):
+        with pytest.raises(kind):
+            l1.validate(bad)
 
 
 def test_scope_option():
     s = O.spec("pass", "sg_set_scope")
     assert s.validate(3) == (3, False, False)
     assert s.validate([1, True, False]) == (1, True, False)
-    for bad in (-2, (-1, True, False), (1, 1, 0), (1, True), True):
-        with pytest.raises(OptionError):
+    for bad, kind in ((-2, ValueError), (2**31, ValueError), ((-1, True, False), ValueError),
+                      ((1, True), ValueError), ((1, 1, 0), TypeError), ((1, "True", True), TypeError),
+                      (True, TypeError), ("aa", TypeError)):
+        with pytest.raises(kind) as info:
             s.validate(bad)
+        assert isinstance(info.value, OptionError)
 
 
 # ---- setters, scopes, resolution ---------------------------------------------------------------
@@ -298,3 +398,19 @@ def test_errors_are_pypto_errors_and_no_torch_import():
     import sys
     code = "import sys, pypto.options; assert 'torch' not in sys.modules and 'numpy' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_root_options_survive_reset():
+    try:
+        O.set_root_options(pass_options={"enable_slice": True})
+        O.set_pass_options(enable_slice=False)
+        assert O.get_pass_options()["enable_slice"] is False
+        O.reset_options()
+        assert O.get_pass_options()["enable_slice"] is True
+        with O.options(pass_options={"enable_slice": False}):
+            assert O.get_pass_options()["enable_slice"] is False
+        with pytest.raises(OptionError):
+            O.set_root_options(pass_options={"enable_slice": 1})
+    finally:
+        O.reset_root_options()
+    assert O.get_pass_options()["enable_slice"] is False
