@@ -57,10 +57,16 @@ def _binary(op: str, a, b, out_dtype=None):
 
 def _binary_compute(name):
     """The compute of a binary op: ``name`` is a torch function name or a callable ``fn(x, y)``."""
+    fn = name if callable(name) else None
+
     def compute(ins, attrs, ev):
-        fn = name if callable(name) else getattr(torch, name)
+        nonlocal fn
+        if fn is None:  # torch is imported lazily: bind the function on first use
+            fn = getattr(torch, name)
         if len(ins) == 2:
-            x, y = align_valid(ins, attrs["bcast"])
+            x, y = ins
+            if x.shape != y.shape:
+                x, y = align_valid(ins, attrs["bcast"])
             return fn(x, y)
         t = ins[0]
         s = torch.tensor(ev(attrs["scalar"]), dtype=t.dtype) if not t.dtype.is_floating_point \

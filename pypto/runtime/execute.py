@@ -85,19 +85,24 @@ class LoweredExecutor:
         self.last_memory = None
         self.reads_elements = _reads_elements(lowered)
         self._plans: OrderedDict = OrderedDict()
+        self._knobs = (object(), None, None, None)
 
     def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
         of this call (runtime options such as stitching are read per call, not per compile)."""
-        if options is not None:
-            max_roots = int(options.get("runtime", "stitch_function_max_num"))
-            vso = bool(options.get("runtime", "valid_shape_optimize"))
-            serial = bool(options.get("debug", "serial_execution"))
-        else:
-            max_roots, vso, serial = self.max_roots, self.vso, False
+        knobs = self._knobs
+        if knobs[0] is not options:  # read once per resolved options object
+            if options is not None:
+                knobs = (options, int(options.get("runtime", "stitch_function_max_num")),
+                         bool(options.get("runtime", "valid_shape_optimize")),
+                         bool(options.get("debug", "serial_execution")))
+            else:
+                knobs = (None, self.max_roots, self.vso, False)
+            self._knobs = knobs
+        _, max_roots, vso, serial = knobs
         if self.reads_elements:
             return self._run_reading(tensors, env, max_roots, vso, serial)
-        key = (max_roots, vso, serial, tuple(env.items()))
+        key = (max_roots, vso, serial, *env.values()) if env else (max_roots, vso, serial)
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(tensors, env, max_roots, vso, serial)
