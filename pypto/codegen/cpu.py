@@ -84,8 +84,18 @@ def _reshape_batch(compute, x, attrs, ev, out_dtypes, B):
     return (r if r.dtype == out_dtypes[0] else r.to(out_dtypes[0]),)
 
 
+def _fits(x, y) -> bool:
+    """Does ``y`` broadcast to ``x``'s shape without growing it?"""
+    xs, ys = x.shape, y.shape
+    if xs == ys:
+        return True
+    if len(ys) > len(xs):
+        return False
+    return all(b == 1 or b == a for a, b in zip(xs[len(xs) - len(ys):], ys))
+
+
 RUNTIME = {"_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole,
-           "_reshape_batch": _reshape_batch, "torch": torch}
+           "_reshape_batch": _reshape_batch, "_fits": _fits, "torch": torch}
 
 
 def _local_names(leaf) -> dict:
@@ -118,23 +128,57 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
 
     # last op reading each local buffer: it is deleted right after (the leaf's own lifetimes)
     last_use: dict = {}
+    aliased = set()  # buffers a data move passes on by reference: never overwritten in place
     for i, op in enumerate(leaf.ops):
         for k, a in enumerate(op.inputs):
             if (i, "in", k) not in leaf.param_of:
                 last_use[names[a.local_key]] = i
+                if op.kind in MOVES:
+                    aliased.add(names[a.local_key])
+    owned = set()  # buffers holding a tensor the leaf created itself
     for i, op in enumerate(leaf.ops):
         ins = [ref(i, "in", k, a) for k, a in enumerate(op.inputs)]
         outs = [ref(i, "out", k, a) for k, a in enumerate(op.outputs)]
         kind = op.kind
         if kind in MOVES:
             lines.append(f"    {outs[0]} = {ins[0]}  # {kind}: {op.inputs[0].mem} -> {op.outputs[0].mem}")
+        elif _in_place(op, ins, outs, i, last_use, owned, aliased):
+            lines += _in_place_lines(i, op, ins, outs, consts, nb)
+            owned.add(outs[0])
         else:
             lines += _op_lines(i, op, ins, outs, consts, nb)
+            if REGISTRY[kind].inplace is not None and len(outs) == 1:
+                owned.add(outs[0])  # ops with an in-place form return fresh tensors
         dead = [x for x in dict.fromkeys(ins) if last_use.get(x) == i]
         if dead:
             lines.append(f"    del {', '.join(dead)}")
     lines.append("    return out")
     return "\n".join(lines) + "\n", consts
+
+
+def _in_place(op, ins, outs, i, last_use, owned, aliased) -> bool:
+    """Can op ``i`` compute into its first operand? Its buffer must be the leaf's own tensor, die
+    here, never be passed on by a data move, and have the result's dtype (fp32) and tile."""
+    d = REGISTRY[op.kind]
+    if d.inplace is None or len(outs) != 1 or outs[0].startswith("out["):
+        return False
+    x, a, o = ins[0], op.inputs[0], op.outputs[0]
+    return (x in owned and last_use.get(x) == i and x not in aliased and x not in ins[1:]
+            and a.value.dtype.short == "fp32" and o.value.dtype.short == "fp32"
+            and tuple(a.shape) == tuple(o.shape) and tuple(a.axis) == tuple(o.axis))
+
+
+def _in_place_lines(i, op, ins, outs, consts, nb) -> list:
+    """The op written into its first operand; a second operand that would grow it (a tail cropped
+    differently) takes the out-of-place form."""
+    lines = _op_lines(i, op, ins, outs, consts, nb)
+    consts[f"I{i}"] = REGISTRY[op.kind].inplace
+    call = f"I{i}([{', '.join(ins)}], A{i}, ev)"
+    if len(ins) == 1:
+        return [f"    {outs[0]} = {call}  # in place"]
+    first = lines[0].strip()
+    return [f"    if _fits({ins[0]}, {ins[1]}): {outs[0]} = {call}  # in place",
+            f"    else: {first}"] + lines[1:]
 
 
 def _op_lines(i, op, ins, outs, consts, nb) -> list:

@@ -108,12 +108,23 @@ def minimum(input, other):
     return _binary("minimum", input, other)
 
 
-register("add", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("add"))
-register("sub", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("sub"))
-register("mul", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("mul"))
-register("div", kind="vector", fp32_math=True, dtypes=FLOATS)(_binary_compute("div"))
-register("maximum", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("maximum"))
-register("minimum", kind="vector", fp32_math=True, dtypes=NUMERIC)(_binary_compute("minimum"))
+def _binary_inplace(name):
+    """``name`` into its first operand: ``ins[0] = ins[0] <op> ins[1]`` (the caller checks that the
+    other operand broadcasts to it), or with the op's scalar."""
+    def inplace(ins, attrs, ev):
+        fn, t = getattr(torch, name), ins[0]
+        if len(ins) == 2:
+            return fn(t, ins[1], out=t)
+        s = torch.tensor(ev(attrs["scalar"]), dtype=t.dtype) if not t.dtype.is_floating_point \
+            else torch.tensor(float(ev(attrs["scalar"])), dtype=t.dtype)
+        return fn(s, t, out=t) if attrs["scalar_first"] else fn(t, s, out=t)
+    return inplace
+
+
+for _name, _dts in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("div", FLOATS), ("maximum", NUMERIC),
+                    ("minimum", NUMERIC)):
+    register(_name, kind="vector", fp32_math=True, dtypes=_dts,
+             inplace=_binary_inplace(_name))(_binary_compute(_name))
 
 
 # ---- comparisons -----------------------------------------------------------------------------------
@@ -177,8 +188,14 @@ _UNARY = {
     "rsqrt": ("rsqrt", FLOATS), "reciprocal": ("reciprocal", FLOATS),
     "sigmoid": ("sigmoid", FLOATS), "tanh": ("tanh", FLOATS),
 }
+def _unary_inplace(name):
+    def inplace(ins, attrs, ev):
+        return getattr(torch, name + "_")(ins[0])
+    return inplace
+
+
 for _name, (_fn, _dts) in _UNARY.items():
-    register(_name, kind="vector", fp32_math=True, dtypes=_dts)(_unary_compute(_fn))
+    register(_name, kind="vector", fp32_math=True, dtypes=_dts, inplace=_unary_inplace(_fn))(_unary_compute(_fn))
 
 
 def neg(input):

@@ -33,20 +33,23 @@ class OpDef:
     aliases_input: bool = False  # output shares storage with input 0 (view, reshape)
     writes_input: Optional[int] = None  # index of an input written in place (assemble's dst)
     extra: dict = field(default_factory=dict)
+    # the same op computed into ins[0] (a buffer the leaf no longer needs): generated code uses it
+    # to save a tile's memory when the first operand dies here; None when there is no such form
+    inplace: Optional[Callable] = None
 
 
 REGISTRY: dict[str, OpDef] = {}
 
 
 def register(name: str, *, kind: str, fp32_math: bool = False, dtypes: tuple[DType, ...] | None = None,
-             aliases_input: bool = False, writes_input: int | None = None):
+             aliases_input: bool = False, writes_input: int | None = None, inplace: Callable | None = None):
     """Decorator registering ``compute`` as the reference semantics of op ``name``."""
 
     def deco(compute: Callable) -> Callable:
         if name in REGISTRY:
             raise RuntimeError(f"op {name!r} registered twice")
         REGISTRY[name] = OpDef(name, kind, compute, fp32_math, dtypes, (compute.__doc__ or "").strip(),
-                               aliases_input, writes_input)
+                               aliases_input, writes_input, inplace=inplace)
         return compute
 
     return deco
