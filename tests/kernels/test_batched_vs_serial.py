@@ -404,6 +404,38 @@ def test_reduction_over_the_dynamic_dim():
         check_both(column_sums, [x, filled(1, 24)], {1: x.sum(0, keepdim=True) + x.amin(0, keepdim=True)})
 
 
+@pypto.jit
+def short_block_reductions(x: pypto.Tensor([D, 6], FP32), colmax: pypto.Tensor([D, 6], FP32),
+                           colsm: pypto.Tensor([D, 6], FP32), total: pypto.Tensor([D, 1], FP32)):
+    """Reductions across the rows of 8-row blocks, the last block cut short by the tensor's end."""
+    pypto.set_vec_tile_shapes(2, 2)  # a block is four row tiles, a row three column tiles
+    for i in pypto.loop(pypto.ceildiv(x.shape[0], 8)):
+        v = x[i * 8:(i + 1) * 8, :]
+        colmax[i:i + 1, :] = pypto.amax(v, 0, keepdim=True)  # row tiles wholly past the end
+        colsm[i:i + 1, :] = pypto.sum(pypto.softmax(v, -1), 0, keepdim=True)
+        total[i:i + 1, :] = pypto.sum(pypto.sum(v, -1, keepdim=True), 0, keepdim=True)
+
+
+@pytest.mark.parametrize("n", [1, 3, 13])
+def test_reductions_over_a_short_last_block(n):
+    """Regression: the partial results of a reduction split over tiles (and the intermediates of a
+    softmax split over tiles) had the full shape as valid shape, so a reduction fused after them
+    summed rows past the tensor's end (uninitialised workspace), and amax met empty tiles."""
+    x = rand(n, 6, seed=n)
+    blocks = [x[b:b + 8] for b in range(0, n, 8)]
+
+    def per_block(f, cols):  # row b holds block b's result; the rows past the last block keep the sentinel
+        out = filled(n, cols)
+        out[:len(blocks)] = torch.cat([f(v) for v in blocks])
+        return out
+
+    want = {1: per_block(lambda v: v.amax(0, keepdim=True), 6),
+            2: per_block(lambda v: torch.softmax(v, -1).sum(0, keepdim=True), 6),
+            3: per_block(lambda v: v.sum().reshape(1, 1), 1)}
+    check_both(short_block_reductions, [x, filled(n, 6), filled(n, 6), filled(n, 1)], want, loose=True,
+               batches=False)
+
+
 def _matmul_kernel(a_trans, b_trans, split_k):
     @pypto.jit
     def mm(a: pypto.Tensor([D, D], FP32), b: pypto.Tensor([D, D], FP32), out: pypto.Tensor([D, D], FP32)):
@@ -411,6 +443,24 @@ def _matmul_kernel(a_trans, b_trans, split_k):
         pypto.set_vec_tile_shapes(8, 8)
         out[:] = pypto.matmul(a, b, FP32, a_trans=a_trans, b_trans=b_trans)
     return mm
+
+
+@pypto.jit
+def split_k_row_sums(a: pypto.Tensor([D, 40], FP32), b: pypto.Tensor([40, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
+    pypto.set_cube_tile_shapes([8, 8], [8, 16], [8, 8], enable_split_k=True)
+    pypto.set_vec_tile_shapes(8, 8)
+    for i in pypto.loop(pypto.ceildiv(a.shape[0], 16)):
+        p = pypto.matmul(a[i * 16:(i + 1) * 16, :], b, FP32)  # partial products per K chunk, then summed
+        out[i:i + 1, :] = pypto.sum(p, 0, keepdim=True)  # ... over rows past the end of a's last block
+
+
+def test_split_k_matmul_then_row_sum_over_a_short_block():
+    for m in (5, 21):
+        a, b = rand(m, 40, seed=m), rand(40, 8, seed=1)
+        want = filled(m, 8)
+        for r in range(0, m, 16):
+            want[r // 16] = (a[r:r + 16] @ b).sum(0)
+        check_both(split_k_row_sums, [a, b, filled(m, 8)], {2: want}, loose=True, tol=GEMM, batches=False)
 
 
 MATMULS = {(at, bt, sk): _matmul_kernel(at, bt, sk) for at, bt, sk in
@@ -610,3 +660,78 @@ def half_matmul(a: pypto.Tensor([D, 24], FP16), b: pypto.Tensor([24, D], FP16), 
 def test_fp16_matmul_fp32_out():
     a, b = rand(11, 24, seed=1, dtype=torch.float16), rand(24, 13, seed=2, dtype=torch.float16)
     check_both(half_matmul, [a, b, filled(11, 13)], {2: a.float() @ b.float()}, loose=True, tol=GEMM)
+
+
+# ---- property: random loop kernels -------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# (name, pypto form, torch form) of each link of a chain: t is the running value (a block of rows,
+# the last block cut short by the tensor's end), y the same block of a second input. Every link
+# keeps values bounded so chains stay finite.
+LINKS = {
+    "scale": (lambda t, y: t * -1.5, lambda t, y: t * -1.5),
+    "shift": (lambda t, y: t + 0.75, lambda t, y: t + 0.75),
+    "relu": (lambda t, y: pypto.relu(t), lambda t, y: torch.relu(t)),
+    "decay": (lambda t, y: pypto.exp(pypto.abs(t) * -1.0), lambda t, y: torch.exp(torch.abs(t) * -1.0)),
+    "add_y": (lambda t, y: t + y, lambda t, y: t + y),
+    "mul_y": (lambda t, y: t * y, lambda t, y: t * y),
+    "max_y": (lambda t, y: pypto.maximum(t, y), lambda t, y: torch.maximum(t, y)),
+    "center": (lambda t, y: t - pypto.sum(t, -1, keepdim=True) * 0.125,
+               lambda t, y: t - t.sum(-1, keepdim=True) * 0.125),
+    "sub_max": (lambda t, y: t - pypto.amax(t, -1, keepdim=True), lambda t, y: t - t.amax(-1, keepdim=True)),
+    "add_min": (lambda t, y: t + pypto.amin(t, -1, keepdim=True), lambda t, y: t + t.amin(-1, keepdim=True)),
+    "softmax": (lambda t, y: pypto.softmax(t, -1), lambda t, y: torch.softmax(t, -1)),
+    # across the rows of the block, whose last one may hold fewer valid rows than the tile
+    "sub_colmax": (lambda t, y: t - pypto.amax(t, 0, keepdim=True), lambda t, y: t - t.amax(0, keepdim=True)),
+    "center_cols": (lambda t, y: t - pypto.sum(t, 0, keepdim=True) * 0.125,
+                    lambda t, y: t - t.sum(0, keepdim=True) * 0.125),
+    "add_total": (lambda t, y: t + pypto.sum(pypto.sum(t, -1, keepdim=True), 0, keepdim=True) * 0.0625,
+                  lambda t, y: t + t.sum() * 0.0625),
+}
+
+
+def _chain_kernel(cols, tile_rows, tile_cols, block, step, chain):
+    """out[rows of block i] = chain(x, y) for every ``step``-th block of ``block`` rows."""
+    def chain_loop(x: pypto.Tensor([D, cols], FP32), y: pypto.Tensor([D, cols], FP32),
+                   out: pypto.Tensor([D, cols], FP32)):
+        pypto.set_vec_tile_shapes(tile_rows, tile_cols)
+        for i in pypto.loop(0, pypto.ceildiv(x.shape[0], block), step):
+            rows = slice(i * block, (i + 1) * block)
+            t, yb = x[rows, :], y[rows, :]
+            for name in chain:
+                t = LINKS[name][0](t, yb)
+            out[rows, :] = t
+    return pypto.jit(chain_loop)
+
+
+@st.composite
+def chain_kernels(draw):
+    cols = draw(st.integers(1, 40))
+    tile_cols = draw(st.integers(max(1, -(-cols // 4)), 16))  # at most four column tiles per row
+    tile_rows = draw(st.integers(1, 4))
+    block = tile_rows * draw(st.integers(1, 2))
+    step = draw(st.sampled_from([1, 1, 2]))
+    chain = draw(st.lists(st.sampled_from(sorted(LINKS)), min_size=2, max_size=5))
+    sizes = draw(st.lists(st.integers(1, 23), min_size=1, max_size=2))  # DYNAMIC rows, tails likely
+    return cols, tile_rows, tile_cols, block, step, tuple(chain), sizes
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(chain_kernels())
+def test_random_loop_kernels(spec):
+    cols, tile_rows, tile_cols, block, step, chain, sizes = spec
+    kernel = _chain_kernel(cols, tile_rows, tile_cols, block, step, chain)
+    for n in sizes:  # several sizes through one compiled version
+        x, y = rand(n, cols, seed=n), rand(n, cols, seed=n + 1000)
+        want = torch.full((n, cols), SENTINEL)
+        for b in range(0, -(-n // block), step):
+            rows = slice(b * block, (b + 1) * block)
+            t = x[rows]
+            for name in chain:
+                t = LINKS[name][1](t, y[rows])
+            want[rows] = t
+        check_both(kernel, [x, y, filled(n, cols)], {2: want}, loose=True, batches=False)
+    assert kernel.cache_info().misses == 1
