@@ -110,6 +110,27 @@ def test_loop_with_step_leaves_gaps():
         check_both(strided_rows, [x, filled(n, 24)], {1: want}, batches=n > 4)
 
 
+@pypto.jit
+def mirror_lower(x: pypto.Tensor([D, D], FP32), out: pypto.Tensor([D, D], FP32)):
+    pypto.set_vec_tile_shapes(2, 2)
+    for i in pypto.loop(pypto.ceildiv(x.shape[0], 2)):
+        for j in pypto.loop(i + 1):  # a triangle: the tasks' offsets are no single progression
+            # block (i, j) of x, transposed, to block (j, i) of out: from one task to the next, the
+            # offset in out can step backwards
+            out[j * 2:(j + 1) * 2, i * 2:(i + 1) * 2] = pypto.transpose(x[i * 2:(i + 1) * 2, j * 2:(j + 1) * 2], 0, 1)
+
+
+def test_triangular_loop_offsets_stepping_backwards():
+    """Regression: batching such tasks as one run made a view with a negative stride (a crash)."""
+    for n in (5, 8):
+        x = rand(n, n, seed=n)
+        want = filled(n, n)
+        for i in range(0, n, 2):
+            for j in range(0, i + 1, 2):
+                want[j:j + 2, i:i + 2] = x[i:i + 2, j:j + 2].T
+        check_both(mirror_lower, [x, filled(n, n)], {1: want})
+
+
 UT = 3  # rows per tile of the unrolled loop
 
 
