@@ -391,6 +391,52 @@ def test_outputs_aliasing_inputs_through_views():
         check_both(halves, [buf], {0: want}, batches=n > 2)
 
 
+@pypto.jit
+def double_next(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
+    pypto.set_vec_tile_shapes(1, 8)
+    for i in pypto.loop(x.shape[0] - 1):
+        out[i + 1:i + 2, :] = x[i:i + 1, :] * 2.0
+
+
+def test_the_same_tensor_passed_as_input_and_output():
+    """Regression: with ``kernel(a, a)`` the parameters' regions were independent, so the batched
+    call read rows before the earlier iterations wrote them (serial runs in program order)."""
+    a = rand(6, 8, seed=1)
+    want = a.clone()
+    for i in range(5):
+        want[i + 1] = want[i] * 2.0
+    for serial in (True, False):
+        b = a.clone()
+        with pypto.options(debug_options={"serial_execution": serial}):
+            double_next(b, b)
+        torch.testing.assert_close(b, want, rtol=0, atol=0)
+
+
+@pypto.jit
+def double_rows(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
+    pypto.set_vec_tile_shapes(1, 8)
+    for i in pypto.loop(x.shape[0]):
+        out[i:i + 1, :] = x[i:i + 1, :] * 2.0
+
+
+def test_overlapping_views_passed_as_input_and_output():
+    """``kernel(a[0:5], a[1:6])``: out's row i is x's row i + 1, so each iteration reads the row
+    the previous one wrote; such a call runs in program order."""
+    a = rand(6, 8, seed=2)
+    want = a.clone()
+    for i in range(5):
+        want[i + 1] = want[i] * 2.0
+    for serial in (True, False):
+        b = a.clone()
+        with pypto.options(debug_options={"serial_execution": serial}):
+            double_rows(b[0:5], b[1:6])
+        torch.testing.assert_close(b, want, rtol=0, atol=0)
+    b = a.clone()
+    double_rows(b[0:3], b[3:6])  # views of one tensor that do not overlap: batched as usual
+    torch.testing.assert_close(b, torch.cat([a[0:3], a[0:3] * 2.0]), rtol=0, atol=0)
+    assert len(double_rows.last_run.compiled.executor.last[1].steps) == 1
+
+
 # ---- reductions across tiles, matmul, mixed cores, broadcasts ---------------------------------------
 
 @pypto.jit
@@ -561,6 +607,46 @@ def test_loop_bound_branch_and_address_from_elements():
             want[i] = x[s] * 2.0 if s > 2 else x[s] - 100.0
         check_both(element_control, [x, meta, filled(n, 16)], {2: want}, batches=False)
     assert element_control.cache_info().misses == 1
+
+
+@pypto.jit
+def chase_rows(x: pypto.Tensor([D, 8], FP32), idx: pypto.Tensor([D], INT32), out: pypto.Tensor([D, 8], FP32)):
+    pypto.set_vec_tile_shapes(1, 4)
+    for i in pypto.loop(x.shape[0]):
+        src = idx[i]  # an earlier row (written by an earlier iteration), this one, or a later one
+        out[i:i + 1, :] = out[src:src + 1, :] * 0.5 + x[i:i + 1, :]
+
+
+def test_element_addressed_reads_of_rows_written_earlier():
+    n = 9
+    x, init = rand(n, 8, seed=1), rand(n, 8, seed=2)
+    idx = torch.tensor([0, 0, 1, 5, 2, 8, 3, 6, 7], dtype=torch.int32)
+    want = init.clone()
+    for i in range(n):
+        want[i] = want[idx[i]] * 0.5 + x[i]
+    check_both(chase_rows, [x, idx, init], {2: want}, batches=False)
+
+
+@pypto.jit
+def growing_bound(x: pypto.Tensor([D, 8], FP32), cnt: pypto.Tensor([1, D], INT32), out: pypto.Tensor([D, 8], FP32)):
+    pypto.set_vec_tile_shapes(1, 8)
+    for i in pypto.loop(x.shape[0]):
+        for j in pypto.loop(cnt[0, i]):  # a bound the previous iteration wrote
+            out[j:j + 1, :] = out[j:j + 1, :] + x[i:i + 1, :]
+        cnt[0:1, i + 1:i + 2] = cnt[0:1, i:i + 1] + 1
+
+
+def test_loop_bound_written_by_the_previous_iteration():
+    n = 5
+    x = rand(n, 8, seed=3)
+    cnt = torch.zeros(1, n + 1, dtype=torch.int32)
+    cnt[0, 0] = 1
+    want, want_cnt = torch.zeros(n, 8), cnt.clone()
+    for i in range(n):
+        for j in range(min(int(want_cnt[0, i]), n)):
+            want[j] += x[i]
+        want_cnt[0, i + 1] = want_cnt[0, i] + 1
+    check_both(growing_bound, [x, cnt, torch.zeros(n, 8)], {1: want_cnt, 2: want}, batches=False)
 
 
 @pypto.jit
@@ -739,7 +825,7 @@ def chain_kernels(draw):
     return cols, tile_rows, tile_cols, block, step, tuple(chain), sizes
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
+@settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(chain_kernels())
 def test_random_loop_kernels(spec):
