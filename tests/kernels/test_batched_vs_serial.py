@@ -4,16 +4,21 @@ Every kernel here runs twice on the same inputs (outputs pre-filled with a senti
 dependency level (the default) and with ``debug_options={"serial_execution": True}``, which runs
 the tasks one tile at a time in program order. Both results must be equal, exactly unless a test
 says why float rounding may differ, and match torch. Sizes are DYNAMIC and mostly prime, so loops
-end in partial tiles.
+end in partial tiles. The sections: independent iterations, the plan cache, loop-carried
+dependencies, hazards (WAR, WAW, in place, aliasing), reductions and matmuls split over tiles,
+element-reading control flow, runtime options and half precision, and a property test over random
+loop kernels.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pypto
-from tests.kernels._serial_reference import SENTINEL, check_both, filled, rand, run, run_both
+from tests.kernels._serial_reference import SENTINEL, check_both, filled, rand
 
 D = pypto.DYNAMIC
 FP32 = pypto.DT_FP32
@@ -729,7 +734,7 @@ def test_stitching_into_small_device_tasks(max_num):
     kernel = pypto.jit(prefix_rows.fn, runtime_options={"stitch_function_max_num": max_num})
     x = rand(7, 20, seed=7)
     want = torch.cumsum(x, 0)
-    b = check_both(kernel, [x, filled(7, 20)], {1: want})
+    check_both(kernel, [x, filled(7, 20)], {1: want})
     assert len(kernel.last_run.compiled.executor.last[0]) > 1  # several device tasks, one plan
 
 
@@ -770,9 +775,6 @@ def test_fp16_matmul_fp32_out():
 
 
 # ---- property: random loop kernels -------------------------------------------------------------------
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 # (name, pypto form, torch form) of each link of a chain: t is the running value (a block of rows,
 # the last block cut short by the tensor's end), y the same block of a second input. Every link
