@@ -189,14 +189,18 @@ class Expander:
         # partial reduction per tile into a workspace [.., tiles along d, ..], then combine
         pdt = DT_FP32 if x.dtype.is_float else (DT_INT64 if x.dtype in (DT_INT32, DT_INT64) else x.dtype)
         pshape = tuple(grid[a] if a == d else x.shape[a] for a in range(R))
-        part = self.new_value(pdt, pshape, f"{out.name}_partial")
+        # only tiles holding valid elements of x have a partial, and only x's valid rows (columns
+        # ...) of it: the combine (and whatever the leaf fuses after it) never reads the rest
+        pvalid = tuple(E.simplify_dim(E.ceildiv(x.valid_shape[a], tile[a])) if a == d else x.valid_shape[a]
+                       for a in range(R))
+        part = self.new_value(pdt, pshape, pvalid, f"{out.name}_partial")
         ptile = [1 if a == d else tile[a] for a in range(R)]
         pacc = Access(part, None, tuple(ptile), (0,) * R, tuple(self.access(x, tile, range(R), grid).axis),
-                      pshape)
+                      pvalid)
         self.emit(kind, [inp], [pacc], grid, {"dim": d, "keepdim": True}, op)
         cgrid = tuple(1 if a == d else g for a, g in enumerate(grid))
         cin = Access(part, None, tuple(grid[a] if a == d else tile[a] for a in range(R)), (0,) * R,
-                     tuple(None if a == d else pacc.axis[a] for a in range(R)), pshape)
+                     tuple(None if a == d else pacc.axis[a] for a in range(R)), pvalid)
         cout = self.access(out, out_tile, [None if a == d else a for a in out_axes], cgrid)
         self.emit(kind, [cin], [cout], cgrid, {"dim": d, "keepdim": keep, "combine": True}, op)
 
@@ -209,11 +213,15 @@ class Expander:
             return self.elementwise_like(op, "softmax", tile, grid)
         # split across tiles: max, exp(x - max), sum, divide, with fp32 intermediates
         keep = tuple(1 if a == d else s for a, s in enumerate(x.shape))
-        f32 = lambda name, shape=x.shape: self.new_value(DT_FP32, shape, f"{out.name}_{name}")  # noqa: E731
+        keep_valid = tuple(1 if a == d else s for a, s in enumerate(x.valid_shape))
+        # the intermediates are as valid as x: a tail tile's rows past the valid ones are never
+        # computed, so nothing downstream (a fused reduction over them) may read them
+        f32 = lambda name, shape=x.shape, valid=x.valid_shape: self.new_value(  # noqa: E731
+            DT_FP32, shape, valid, f"{out.name}_{name}")
         # fp32 operands need no cast: the input is read directly and the quotient is the output
         xf = x if x.dtype is DT_FP32 else f32("x")
-        m, z, e = f32("max", keep), f32("shifted"), f32("exp")
-        s, y = f32("sum", keep), (out if out.dtype is DT_FP32 else f32("div"))
+        m, z, e = f32("max", keep, keep_valid), f32("shifted"), f32("exp")
+        s, y = f32("sum", keep, keep_valid), (out if out.dtype is DT_FP32 else f32("div"))
         fake = _FakeOp(op)
         if xf is not x:
             self.unary_like(fake, "cast", x, xf, tile, grid, {"dtype": DT_FP32, "mode": 0, "satmode": 0})
@@ -326,15 +334,17 @@ class Expander:
             return Access(acc.value, None, tuple(shape), acc.base, tuple(axis), acc.extent)
 
         pdt = DT_INT32 if a.dtype.is_int else DT_FP32
-        part = self.new_value(pdt, (kt, *out.shape), f"{out.name}_splitk")
-        pacc = Access(part, None, (1, *tile), (0,) * (R + 1), (R, *range(R)), part.shape)
+        # the partial products are as valid as the output: what a fused op after the combining
+        # sum reads must have been written
+        part = self.new_value(pdt, (kt, *out.shape), (kt, *out.valid_shape), f"{out.name}_splitk")
+        pacc = Access(part, None, (1, *tile), (0,) * (R + 1), (R, *range(R)), part.valid_shape)
         pattrs = {k: v for k, v in attrs.items() if k != "bias"}
         self.emit("matmul", [chunk(ka, attrs["k_dims"][0]), chunk(kb, attrs["k_dims"][1])], [pacc], kgrid,
                   pattrs, op, core="AIC")
-        cin = Access(part, None, (kt, *tile), (0,) * (R + 1), (None, *range(R)), part.shape)
+        cin = Access(part, None, (kt, *tile), (0,) * (R + 1), (None, *range(R)), part.valid_shape)
         target = out
         if "bias" in op.attrs:
-            target = self.new_value(pdt, out.shape, f"{out.name}_acc")
+            target = self.new_value(pdt, out.shape, out.valid_shape, f"{out.name}_acc")
         self.emit("sum", [cin], [self.access(target, tile, range(R), grid)], grid,
                   {"dim": 0, "keepdim": False, "combine": True}, op)
         if "bias" in op.attrs:

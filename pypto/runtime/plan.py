@@ -97,6 +97,8 @@ def factor(V):
         blocks = V.reshape(n // r, r, V.shape[1])
         if r > 1 and not (blocks == blocks[:, :1, :] + np.arange(r)[None, :, None] * d[None, None, :]).all():
             return None
+        if (d < 0).any():  # a view cannot step backwards (as_strided takes no negative stride)
+            return None
         dims.insert(0, (r, d.tolist()))
         V = blocks[:, 0, :]
         n = V.shape[0]
@@ -106,13 +108,15 @@ def factor(V):
 
 
 def runs(V):
-    """Fallback split of ``V`` into maximal arithmetic runs: [(start, length, strides)]."""
+    """Fallback split of ``V`` into maximal arithmetic runs with non-negative strides:
+    [(start, length, strides)]."""
     out, i, n = [], 0, V.shape[0]
     while i < n:
-        if i + 1 == n:
+        d = V[i + 1] - V[i] if i + 1 < n else None
+        if d is None or (d < 0).any():  # the last task, or a step backwards: a run of one
             out.append((i, 1, [0] * V.shape[1]))
-            break
-        d = V[i + 1] - V[i]
+            i += 1
+            continue
         j = i + 1
         while j + 1 < n and (V[j + 1] - V[j] == d).all():
             j += 1
