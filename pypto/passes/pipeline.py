@@ -127,7 +127,7 @@ def lower(program, options, machine=None, fuse: bool = True):
     snaps = []
 
     def snap(name, level, t0, graph, text_fn, dot_fn):
-        snaps.append(PassSnapshot(name, level, text_fn(graph), time.perf_counter() - t0, graph, dot_fn))
+        snaps.append(PassSnapshot(name, level, text_fn, time.perf_counter() - t0, graph, dot_fn))
 
     t0 = time.perf_counter()
     program = _autocast.autocast(program, new_id, lambda dt, s, v, n: new_value(dt, s, v, n))
