@@ -17,13 +17,18 @@ from .expand import WHOLE
 
 
 class _Groups:
+    """Fused groups (union-find) and the GM dependencies between them, kept in both directions so
+    a cycle check can search from whichever end reaches fewer groups."""
+
     def __init__(self):
         self.parent: dict = {}
-        self.deps: dict = {}  # root -> set of roots it depends on (transitively)
+        self.deps: dict = {}  # root -> groups it depends on (direct edges; ids may be stale)
+        self.users: dict = {}  # root -> groups that depend on it (the same edges reversed)
 
     def new(self, gid):
         self.parent[gid] = gid
         self.deps[gid] = set()
+        self.users[gid] = set()
         return gid
 
     def find(self, g):
@@ -33,18 +38,39 @@ class _Groups:
         return g
 
     def depends_any(self, sources, h) -> bool:
-        """Does any group in ``sources`` depend (transitively) on group ``h``? One walk for all."""
+        """Does any group in ``sources`` depend (transitively, through one edge or more) on group
+        ``h``? Searches back from the sources and forward from ``h`` in turn, expanding the
+        smaller frontier, so a check near the end of a long program does not walk all of it."""
         h = self.find(h)
-        stack = [self.find(g) for g in sources]
-        seen = set(stack)
-        while stack:
-            for x in self.deps[stack.pop()]:
+        after_h = {h}  # groups that reach h (or are h)
+        forward = [h]
+        before = set()  # groups some source reaches
+        backward = []
+        for g in sources:
+            for x in self.deps[self.find(g)]:
                 x = self.find(x)
-                if x == h:
+                if x in after_h:
                     return True
-                if x not in seen:
-                    seen.add(x)
-                    stack.append(x)
+                if x not in before:
+                    before.add(x)
+                    backward.append(x)
+        while backward and forward:
+            if len(backward) <= len(forward):
+                for x in self.deps[backward.pop()]:
+                    x = self.find(x)
+                    if x in after_h:
+                        return True
+                    if x not in before:
+                        before.add(x)
+                        backward.append(x)
+            else:
+                for x in self.users[forward.pop()]:
+                    x = self.find(x)
+                    if x in before:
+                        return True
+                    if x not in after_h:
+                        after_h.add(x)
+                        forward.append(x)
         return False
 
     def union(self, a, b):
@@ -52,11 +78,15 @@ class _Groups:
         if a != b:
             self.parent[b] = a
             self.deps[a] |= self.deps.pop(b)
+            self.users[a] |= self.users.pop(b)
 
     def add_deps(self, g, hs):
         """Record that group g runs after each group in hs (direct edges; walks find the rest)."""
         g = self.find(g)
-        self.deps[g] |= {self.find(h) for h in hs} - {g}
+        new = {self.find(h) for h in hs} - {g}
+        self.deps[g] |= new
+        for h in new:
+            self.users[h].add(g)
 
 
 def _same_tiles(p, a) -> bool:
