@@ -39,8 +39,9 @@ class _Groups:
 
     def depends_any(self, sources, h) -> bool:
         """Does any group in ``sources`` depend (transitively, through one edge or more) on group
-        ``h``? Searches back from the sources and forward from ``h`` in turn, expanding the
-        smaller frontier, so a check near the end of a long program does not walk all of it."""
+        ``h``? Searches back from the sources and forward from ``h`` in turn, advancing the side
+        that has seen fewer groups: the answer costs about twice the smaller of the two searches,
+        so a check near the end of a long program does not walk all of it."""
         h = self.find(h)
         after_h = {h}  # groups that reach h (or are h)
         forward = [h]
@@ -55,15 +56,7 @@ class _Groups:
                     before.add(x)
                     backward.append(x)
         while backward and forward:
-            if len(backward) <= len(forward):
-                for x in self.deps[backward.pop()]:
-                    x = self.find(x)
-                    if x in after_h:
-                        return True
-                    if x not in before:
-                        before.add(x)
-                        backward.append(x)
-            else:
+            if len(after_h) <= len(before):  # the side that has seen fewer groups goes next
                 for x in self.users[forward.pop()]:
                     x = self.find(x)
                     if x in before:
@@ -71,6 +64,14 @@ class _Groups:
                     if x not in after_h:
                         after_h.add(x)
                         forward.append(x)
+            else:
+                for x in self.deps[backward.pop()]:
+                    x = self.find(x)
+                    if x in after_h:
+                        return True
+                    if x not in before:
+                        before.add(x)
+                        backward.append(x)
         return False
 
     def union(self, a, b):
