@@ -9,7 +9,6 @@ edge goes through GM: the producer gets a ``copy_out`` and the consumer a ``copy
 
 from __future__ import annotations
 
-from dataclasses import replace
 from types import MappingProxyType
 
 from ..ir.tile import TileOp
@@ -163,33 +162,33 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
         ins = []
         for k, a in enumerate(op.inputs):
             if op.kind in WHOLE:
-                ins.append(replace(a, mem="GM"))
+                ins.append(a.in_mem("GM"))
             elif (op.id, k) in ub_reads:
-                ins.append(replace(a, mem="UB"))
+                ins.append(a.in_mem("UB"))
             elif op.core == "AIC":
-                l1 = replace(a, mem="L1")
+                l1 = a.in_mem("L1")
                 kattrs = {"k_tile": op.attrs["k_tile"], "k_l1": op.attrs["k_l1"],
                           "k_dim": op.attrs["k_dims"][k]} if k < 2 else {}
-                pre.append(_op(new_id, "copy_in", (replace(a, mem="GM"),), (l1,), op, kattrs))
+                pre.append(_op(new_id, "copy_in", (a.in_mem("GM"),), (l1,), op, kattrs))
                 if k < 2:
-                    l0 = replace(a, mem="L0A" if k == 0 else "L0B")
+                    l0 = a.in_mem("L0A" if k == 0 else "L0B")
                     pre.append(_op(new_id, "l1_to_l0a" if k == 0 else "l1_to_l0b", (l1,), (l0,), op, kattrs))
                     ins.append(l0)
                 else:
                     ins.append(l1)  # bias stays in L1 (the bias table path)
             else:
-                ub = replace(a, mem="UB")
-                pre.append(_op(new_id, "copy_in", (replace(a, mem="GM"),), (ub,), op))
+                ub = a.in_mem("UB")
+                pre.append(_op(new_id, "copy_in", (a.in_mem("GM"),), (ub,), op))
                 ins.append(ub)
         outs = []
         for a in op.outputs:
             if op.kind == "copy_out" or op.kind in WHOLE:
-                outs.append(replace(a, mem="GM"))
+                outs.append(a.in_mem("GM"))
                 continue
-            local = replace(a, mem="L0C" if op.core == "AIC" else "UB")
+            local = a.in_mem("L0C" if op.core == "AIC" else "UB")
             outs.append(local)
             if a.value.id in need_gm:
-                post.append(_op(new_id, "copy_out", (local,), (replace(a, mem="GM"),), op))
+                post.append(_op(new_id, "copy_out", (local,), (a.in_mem("GM"),), op))
         for x in pre + [op.replace(inputs=tuple(ins), outputs=tuple(outs))] + post:
             out.append(x)
             group_of[x.id] = groups.find(group_of.get(g, g))
