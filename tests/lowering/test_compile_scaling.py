@@ -1,8 +1,9 @@
 """Compile work grows linearly with the number of ops in a kernel.
 
 The measure does not depend on the machine or its load: the number of Python lines each pypto
-function executes while a kernel compiles (``sys.settrace``, pypto's own frames only), for a
-kernel of ``N`` ops and the same kernel of ``4 * N`` ops. A function doing constant work per op
+function executes while a kernel compiles and its pass snapshots render their text and DOT
+(``sys.settrace``, pypto's own frames only), for a kernel of ``N`` ops and the same kernel of
+``4 * N`` ops. A function doing constant work per op
 runs its lines about 4 times as often; one that rescans every earlier op, leaf or group (a
 quadratic walk) about 16 times. Each function must stay within ``RATIO`` of its count at ``N``,
 plus a small allowance for functions that run only a handful of lines.
@@ -166,7 +167,8 @@ def _inputs(name):
 
 
 def _lines_per_function(kernel, args) -> collections.Counter:
-    """Lines executed per pypto function while ``kernel`` compiles for ``args`` (nothing runs)."""
+    """Lines executed per pypto function while ``kernel`` compiles for ``args`` (nothing runs) and
+    its pass snapshots render their text and DOT."""
     counts: collections.Counter = collections.Counter()
 
     def on_call(frame, event, arg):
@@ -184,7 +186,9 @@ def _lines_per_function(kernel, args) -> collections.Counter:
     previous = sys.gettrace()
     sys.settrace(on_call)
     try:
-        kernel.inspect(*args)
+        compiled = kernel.inspect(*args)
+        for snapshot in compiled.passes:  # what the lab shows: rendered on first access
+            snapshot.text, snapshot.to_dot()
     finally:
         sys.settrace(previous)
     return counts
