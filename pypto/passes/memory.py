@@ -14,6 +14,8 @@ from types import MappingProxyType
 from ..ir.tile import TileOp
 from .expand import WHOLE
 
+_NO_ATTRS = MappingProxyType({})  # shared by the copies that carry no attrs
+
 
 class _Groups:
     """Fused groups (union-find) and the GM dependencies between them, kept in both directions so
@@ -196,4 +198,5 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
 
 
 def _op(new_id, kind, ins, outs, like: TileOp, attrs=None) -> TileOp:
-    return TileOp(new_id(), kind, ins, outs, like.grid, MappingProxyType(attrs or {}), like.src, like.core, like.loc)
+    return TileOp(new_id(), kind, ins, outs, like.grid, MappingProxyType(attrs) if attrs else _NO_ATTRS, like.src,
+                  like.core, like.loc)
