@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..codegen import cpu, pto
 from ..ir import expr as E
@@ -79,9 +80,10 @@ class Lowered:
             return value.id
         return (value.id, seq)
 
-    @property
-    def param_ids(self) -> set:
-        return {p.value.id for p in self.program.params}
+    @cached_property
+    def param_ids(self) -> frozenset:
+        """Value ids of the kernel's parameters (memory_key asks for every call argument)."""
+        return frozenset(p.value.id for p in self.program.params)
 
 
 def _tile_text(roots_ops) -> str:
