@@ -144,6 +144,36 @@ def chain(n_ops: int, rows=64, cols=64):
     return kernel, (x, torch.empty(rows, cols))
 
 
+def chain_in_loop(n_ops: int, rows=64, cols=64, block=32):
+    """``chain`` as the body of a ``pypto.loop`` over row blocks (for compile time)."""
+    @pypto.jit
+    def kernel(x: pypto.Tensor([pypto.DYNAMIC, cols], FP32), out: pypto.Tensor([pypto.DYNAMIC, cols], FP32)):
+        pypto.set_vec_tile_shapes(block, cols)
+        for b in pypto.loop(pypto.ceildiv(x.shape[0], block)):
+            t = x[b * block:(b + 1) * block, :]
+            for i in range(n_ops):
+                t = STEPS[i % len(STEPS)](t)
+            out[b * block:(b + 1) * block, :] = t
+    return kernel, (torch.randn(rows, cols), torch.empty(rows, cols))
+
+
+def reduction_leaves(n_ops: int, rows=64, cols=64):
+    """``n_ops`` ops in ``n_ops // 10`` leaves (for compile time): each leaf ends in a row max that
+    spans two tiles (so the next ops cannot fuse with it) and scales by a constant of its own (so
+    leaves do not dedup)."""
+    @pypto.jit
+    def kernel(x: pypto.Tensor([rows, cols], FP32), out: pypto.Tensor([rows, cols], FP32)):
+        pypto.set_vec_tile_shapes(32, cols // 2)
+        t = x
+        for j in range(n_ops // 10):
+            for i in range(8):
+                t = STEPS[i % len(STEPS)](t)
+            t = t * (1.0 + j / 64)
+            t = t - pypto.amax(t, -1, keepdim=True)
+        out[:] = t
+    return kernel, (torch.randn(rows, cols), torch.empty(rows, cols))
+
+
 def softmax_whole(rows, cols, tile_rows=16):
     """Straight-line softmax over [rows, cols] (for peak memory)."""
     @pypto.jit

@@ -68,12 +68,13 @@ def ratio_row(name, made, repeats, batch_s, target, outputs=1):
             "ok": tp / tt <= target}
 
 
-def compile_rows(sizes=(125, 250, 500)):
+def compile_rows(sizes=(125, 250, 500), make=kernels.chain):
+    """Best-of-3 compile seconds of a fresh ``make(n)`` kernel per size: [(n, seconds)]."""
     rows = []
     for n in sizes:
         best = float("inf")
         for _ in range(3):
-            kernel, args = kernels.chain(n)
+            kernel, args = make(n)
             kernel(*args)
             best = min(best, kernel.last_run.compile_seconds)
         rows.append((n, best))
@@ -186,6 +187,14 @@ def main():
         extra.append(("compile of a 500-op kernel (125/250/500 ops)",
                       " / ".join(f"{s * 1e3:.0f} ms" for _, s in rows), "< 0.3 s, linear", s1 < 0.3))
         print(extra[-1], flush=True)
+        for label, make in (("chain", kernels.chain), ("chain in a pypto.loop body", kernels.chain_in_loop),
+                            ("in leaves of 10 ops", kernels.reduction_leaves)):
+            rows = compile_rows((500, 2000), make)
+            (_, s0), (_, s1) = rows
+            extra.append((f"compile, {label} (500/2000 ops)",
+                          f"{s0 * 1e3:.0f} ms / {s1 * 1e3:.0f} ms (x{s1 / s0:.1f})", "linear: x4 ops, < x5 time",
+                          s1 / s0 < 5.0))
+            print(extra[-1], flush=True)
     if want("timeline"):
         n, seconds, per_task = timeline_row()
         extra.append((f"timeline: {n} tasks", f"{n / seconds / 1e3:.0f}k tasks/s, {per_task:.0f} B/task",

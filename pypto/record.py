@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from functools import cached_property
+from typing import Any, Callable, Optional, Union
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PassSnapshot:
-    """The program after one compile stage: ``name``, graph ``level``, ``text`` and ``seconds``."""
+    """The program after one compile stage: ``name``, graph ``level``, ``text`` and ``seconds``.
+
+    ``render`` is the text itself or a function of ``graph`` that renders it: a compile keeps every
+    stage's graph, and the text of a big kernel is rendered on first access to ``text``, not on
+    every compile (``seconds`` is the pass's own time, without rendering).
+    """
 
     name: str
     level: str  # "tensor", "tile", "block" or "execute"
-    text: str
+    render: Union[str, Callable[[Any], str]] = field(repr=False)
     seconds: float
-    graph: Any = field(default=None, repr=False, compare=False)
-    dot_fn: Any = field(default=None, repr=False, compare=False)
+    graph: Any = field(default=None, repr=False)
+    dot_fn: Any = field(default=None, repr=False)
+
+    @cached_property
+    def text(self) -> str:
+        """This stage's program as text (rendered once, on first access)."""
+        return self.render if isinstance(self.render, str) else self.render(self.graph)
 
     def to_dot(self) -> str:
         """Graphviz DOT text of this stage's graph."""

@@ -109,6 +109,7 @@ class Tracer:
         self._explorers: list[PathExplorer] = []
         self.vec_tile: tuple | None = None
         self.cube_tile: tuple | None = None
+        self._tiles: TileShapes | None = None
         self.loop_names = loop_names or {}  # (file, line) -> target variable name of a for loop
         self.active_indices: list[str] = []
         self.loop_info: dict = {}
@@ -169,7 +170,9 @@ class Tracer:
 
     # ---- ops -----------------------------------------------------------------------------------
     def emit(self, kind: str, inputs, outputs, attrs=None, loc=None) -> Op:
-        op = Op(self.new_id(), kind, tuple(inputs), tuple(outputs),
-                MappingProxyType(dict(attrs or {})), TileShapes(self.vec_tile, self.cube_tile), loc)
+        tiles = self._tiles
+        if tiles is None or tiles.vec != self.vec_tile or tiles.cube != self.cube_tile:
+            tiles = self._tiles = TileShapes(self.vec_tile, self.cube_tile)  # shared by the ops after
+        op = Op(self.new_id(), kind, tuple(inputs), tuple(outputs), MappingProxyType(dict(attrs or {})), tiles, loc)
         self.append(op)
         return op

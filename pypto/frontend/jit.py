@@ -290,7 +290,7 @@ class JitFunction:
         program, returns = trace(self.fn, self.fn.__name__, sig.tensors, tensors, dtypes, consts,
                                  (key[3][0], key[3][1]), self._loop_names, self.loc)
         t1 = time.perf_counter()
-        snapshot = PassSnapshot("trace", "tensor", format_program(program), t1 - t0, program, tensor_dot)
+        snapshot = PassSnapshot("trace", "tensor", format_program, t1 - t0, program, tensor_dot)
         key_text = _key_text(sig, tensors, dtypes, consts, opts)
         lowered, stages = lower(program, opts)
         compiled = CompiledKernel(self.fn.__name__, key, key_text, program, [snapshot] + stages, opts,

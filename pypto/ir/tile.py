@@ -10,6 +10,7 @@ enumerates the grid points (tile instances) of each call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from types import MappingProxyType
 from typing import Optional
 
@@ -40,10 +41,14 @@ class Access:
     def dtype(self):
         return self.value.dtype
 
-    @property
+    @cached_property
     def local_key(self) -> tuple:
         """Identity of a local (on-chip) tile: two windows of one tensor are two buffers."""
         return (self.value.id, self.mem, self.base, self.shape, self.axis)
+
+    def in_mem(self, mem: str) -> "Access":
+        """The same window of the same tensor, in memory level ``mem``."""
+        return Access(self.value, mem, self.shape, self.base, self.axis, self.extent)
 
     def valid_exprs(self, grid_syms) -> tuple:
         """Symbolic valid extent per dim, with grid indices named by ``grid_syms``."""

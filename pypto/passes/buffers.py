@@ -75,12 +75,6 @@ def allocate(leaf, machine):
 
 
 def buffer_of(leaf) -> dict:
-    """{(value id, mem): Buffer} for the leaf's local tiles, in allocation order."""
-    keys = []
-    for op in leaf.ops:
-        for a in op.inputs + op.outputs:
-            if a.mem != "GM" and a.local_key not in keys:
-                keys.append(a.local_key)
-    keys.sort(key=lambda k: next(i for i, op in enumerate(leaf.ops)
-                                 if any(a.local_key == k for a in op.inputs + op.outputs)))
+    """{(value id, mem): Buffer} for the leaf's local tiles, in allocation order (first use)."""
+    keys = dict.fromkeys(a.local_key for op in leaf.ops for a in op.inputs + op.outputs if a.mem != "GM")
     return dict(zip(keys, leaf.buffers))

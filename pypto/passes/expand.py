@@ -112,7 +112,8 @@ class Expander:
 
     def emit(self, kind, inputs, outputs, grid, attrs, src_op, core="AIV"):
         op = TileOp(self.new_id(), kind, tuple(inputs), tuple(outputs), tuple(grid),
-                    MappingProxyType(dict(attrs)), src_op.id, core, src_op.loc)
+                    attrs if isinstance(attrs, MappingProxyType) else MappingProxyType(dict(attrs)),
+                    src_op.id, core, src_op.loc)
         self.ops.append(op)
         for a in outputs:
             if a.value.kind == "op" or a.value.kind == "workspace":

@@ -9,21 +9,27 @@ edge goes through GM: the producer gets a ``copy_out`` and the consumer a ``copy
 
 from __future__ import annotations
 
-from dataclasses import replace
 from types import MappingProxyType
 
 from ..ir.tile import TileOp
 from .expand import WHOLE
 
+_NO_ATTRS = MappingProxyType({})  # shared by the copies that carry no attrs
+
 
 class _Groups:
+    """Fused groups (union-find) and the GM dependencies between them, kept in both directions so
+    a cycle check can search from whichever end reaches fewer groups."""
+
     def __init__(self):
         self.parent: dict = {}
-        self.deps: dict = {}  # root -> set of roots it depends on (transitively)
+        self.deps: dict = {}  # root -> groups it depends on (direct edges; ids may be stale)
+        self.users: dict = {}  # root -> groups that depend on it (the same edges reversed)
 
     def new(self, gid):
         self.parent[gid] = gid
         self.deps[gid] = set()
+        self.users[gid] = set()
         return gid
 
     def find(self, g):
@@ -33,18 +39,40 @@ class _Groups:
         return g
 
     def depends_any(self, sources, h) -> bool:
-        """Does any group in ``sources`` depend (transitively) on group ``h``? One walk for all."""
+        """Does any group in ``sources`` depend (transitively, through one edge or more) on group
+        ``h``? Searches back from the sources and forward from ``h`` in turn, advancing the side
+        that has seen fewer groups: the answer costs about twice the smaller of the two searches,
+        so a check near the end of a long program does not walk all of it."""
         h = self.find(h)
-        stack = [self.find(g) for g in sources]
-        seen = set(stack)
-        while stack:
-            for x in self.deps[stack.pop()]:
+        after_h = {h}  # groups that reach h (or are h)
+        forward = [h]
+        before = set()  # groups some source reaches
+        backward = []
+        for g in sources:
+            for x in self.deps[self.find(g)]:
                 x = self.find(x)
-                if x == h:
+                if x in after_h:
                     return True
-                if x not in seen:
-                    seen.add(x)
-                    stack.append(x)
+                if x not in before:
+                    before.add(x)
+                    backward.append(x)
+        while backward and forward:
+            if len(after_h) <= len(before):  # the side that has seen fewer groups goes next
+                for x in self.users[forward.pop()]:
+                    x = self.find(x)
+                    if x in before:
+                        return True
+                    if x not in after_h:
+                        after_h.add(x)
+                        forward.append(x)
+            else:
+                for x in self.deps[backward.pop()]:
+                    x = self.find(x)
+                    if x in after_h:
+                        return True
+                    if x not in before:
+                        before.add(x)
+                        backward.append(x)
         return False
 
     def union(self, a, b):
@@ -52,11 +80,15 @@ class _Groups:
         if a != b:
             self.parent[b] = a
             self.deps[a] |= self.deps.pop(b)
+            self.users[a] |= self.users.pop(b)
 
     def add_deps(self, g, hs):
         """Record that group g runs after each group in hs (direct edges; walks find the rest)."""
         g = self.find(g)
-        self.deps[g] |= {self.find(h) for h in hs} - {g}
+        new = {self.find(h) for h in hs} - {g}
+        self.deps[g] |= new
+        for h in new:
+            self.users[h].add(g)
 
 
 def _same_tiles(p, a) -> bool:
@@ -132,33 +164,33 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
         ins = []
         for k, a in enumerate(op.inputs):
             if op.kind in WHOLE:
-                ins.append(replace(a, mem="GM"))
+                ins.append(a.in_mem("GM"))
             elif (op.id, k) in ub_reads:
-                ins.append(replace(a, mem="UB"))
+                ins.append(a.in_mem("UB"))
             elif op.core == "AIC":
-                l1 = replace(a, mem="L1")
+                l1 = a.in_mem("L1")
                 kattrs = {"k_tile": op.attrs["k_tile"], "k_l1": op.attrs["k_l1"],
                           "k_dim": op.attrs["k_dims"][k]} if k < 2 else {}
-                pre.append(_op(new_id, "copy_in", (replace(a, mem="GM"),), (l1,), op, kattrs))
+                pre.append(_op(new_id, "copy_in", (a.in_mem("GM"),), (l1,), op, kattrs))
                 if k < 2:
-                    l0 = replace(a, mem="L0A" if k == 0 else "L0B")
+                    l0 = a.in_mem("L0A" if k == 0 else "L0B")
                     pre.append(_op(new_id, "l1_to_l0a" if k == 0 else "l1_to_l0b", (l1,), (l0,), op, kattrs))
                     ins.append(l0)
                 else:
                     ins.append(l1)  # bias stays in L1 (the bias table path)
             else:
-                ub = replace(a, mem="UB")
-                pre.append(_op(new_id, "copy_in", (replace(a, mem="GM"),), (ub,), op))
+                ub = a.in_mem("UB")
+                pre.append(_op(new_id, "copy_in", (a.in_mem("GM"),), (ub,), op))
                 ins.append(ub)
         outs = []
         for a in op.outputs:
             if op.kind == "copy_out" or op.kind in WHOLE:
-                outs.append(replace(a, mem="GM"))
+                outs.append(a.in_mem("GM"))
                 continue
-            local = replace(a, mem="L0C" if op.core == "AIC" else "UB")
+            local = a.in_mem("L0C" if op.core == "AIC" else "UB")
             outs.append(local)
             if a.value.id in need_gm:
-                post.append(_op(new_id, "copy_out", (local,), (replace(a, mem="GM"),), op))
+                post.append(_op(new_id, "copy_out", (local,), (a.in_mem("GM"),), op))
         for x in pre + [op.replace(inputs=tuple(ins), outputs=tuple(outs))] + post:
             out.append(x)
             group_of[x.id] = groups.find(group_of.get(g, g))
@@ -166,4 +198,5 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
 
 
 def _op(new_id, kind, ins, outs, like: TileOp, attrs=None) -> TileOp:
-    return TileOp(new_id(), kind, ins, outs, like.grid, MappingProxyType(attrs or {}), like.src, like.core, like.loc)
+    return TileOp(new_id(), kind, ins, outs, like.grid, MappingProxyType(attrs) if attrs else _NO_ATTRS, like.src,
+                  like.core, like.loc)

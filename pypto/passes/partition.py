@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+
 from ..ir.tile import Subgraph
 
 
@@ -19,19 +21,32 @@ def partition(ops, group_of: dict) -> list:
         first.setdefault(g, i)
     edges = {g: set() for g in members}
     indeg = {g: 0 for g in members}
-    touched: dict = {}  # GM value id -> [(group, is_write)]
+    # per GM value: the group that last wrote it and the groups that read it since; edges to these
+    # order every older access too (transitively), so each access adds a bounded number of edges
+    last_write: dict = {}
+    readers: dict = {}
+
+    def edge(h, g):
+        if h != g and g not in edges[h]:
+            edges[h].add(g)
+            indeg[g] += 1
+
     for op in ops:
         g = group_of[op.id]
-        for a, write in [(a, False) for a in op.inputs] + [(a, True) for a in op.outputs]:
-            if a.mem != "GM":
-                continue
-            for h, hw in touched.get(a.value.id, ()):
-                if h != g and (hw or write) and g not in edges[h]:
-                    edges[h].add(g)
-                    indeg[g] += 1
-            touched.setdefault(a.value.id, []).append((g, write))
-    import heapq
-
+        for a in op.inputs:
+            if a.mem == "GM":
+                w = last_write.get(a.value.id)
+                if w is not None:
+                    edge(w, g)  # RAW
+                readers.setdefault(a.value.id, set()).add(g)
+        for a in op.outputs:
+            if a.mem == "GM":
+                w = last_write.get(a.value.id)
+                if w is not None:
+                    edge(w, g)  # WAW
+                for h in readers.pop(a.value.id, ()):
+                    edge(h, g)  # WAR
+                last_write[a.value.id] = g
     ready = [(first[g], g) for g in members if indeg[g] == 0]
     heapq.heapify(ready)
     order = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..codegen import cpu, pto
 from ..ir import expr as E
@@ -79,9 +80,10 @@ class Lowered:
             return value.id
         return (value.id, seq)
 
-    @property
-    def param_ids(self) -> set:
-        return {p.value.id for p in self.program.params}
+    @cached_property
+    def param_ids(self) -> frozenset:
+        """Value ids of the kernel's parameters (memory_key asks for every call argument)."""
+        return frozenset(p.value.id for p in self.program.params)
 
 
 def _tile_text(roots_ops) -> str:
@@ -127,7 +129,7 @@ def lower(program, options, machine=None, fuse: bool = True):
     snaps = []
 
     def snap(name, level, t0, graph, text_fn, dot_fn):
-        snaps.append(PassSnapshot(name, level, text_fn(graph), time.perf_counter() - t0, graph, dot_fn))
+        snaps.append(PassSnapshot(name, level, text_fn, time.perf_counter() - t0, graph, dot_fn))
 
     t0 = time.perf_counter()
     program = _autocast.autocast(program, new_id, lambda dt, s, v, n: new_value(dt, s, v, n))
