@@ -99,6 +99,37 @@ def _build_tree(paths):
     return Branch(cond, _build_tree(then), _build_tree(orelse), loc)
 
 
+def _loaded_params(e) -> set:
+    """Names of the tensors whose elements ``e`` reads."""
+    out, stack = set(), [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, E.Load):
+            out.add(x.param)
+            stack += [i for i in x.indices if isinstance(i, E.Expr)]
+        elif isinstance(x, E.Bin):
+            stack += [x.a, x.b]
+        elif isinstance(x, E.Not):
+            stack.append(x.a)
+    return out
+
+
+def _written_params(items) -> set:
+    """Names of the kernel parameters written by the ops in ``items`` (loops included)."""
+    from ..ir.graph import Loop, iter_ops
+    from ..ops.registry import REGISTRY
+
+    out = set()
+    for item in items:
+        ops = [item] if isinstance(item, Op) else \
+            [op for body in item.bodies for op in iter_ops(body)] if isinstance(item, Loop) else []
+        for op in ops:
+            w = REGISTRY[op.kind].writes_input if op.kind in REGISTRY else None
+            if w is not None and op.inputs[w].root.kind == "param":
+                out.add(op.inputs[w].root.name)
+    return out
+
+
 class Tracer:
     """Collects the Tensor Graph of one kernel compile."""
 
@@ -166,7 +197,19 @@ class Tracer:
         """Answer a Python ``bool()`` on a symbolic condition for the path being traced."""
         if not self._explorers:
             raise KernelSyntaxError("internal: a runtime condition outside any region")
-        return self._explorers[-1].decide(cond, user_loc(3))
+        loc = user_loc(3)
+        clash = _loaded_params(cond) & _written_params(self._blocks[-1])
+        if clash:
+            # a region's conditions are decided when the region starts, before its ops run: the
+            # condition would read the value from before the write (a silent wrong branch)
+            name = sorted(clash)[0]
+            raise KernelSyntaxError(
+                f"a runtime condition reads tensor '{name}', which the kernel writes earlier in the same "
+                f"region", got=f"condition {E.render(cond)}",
+                hint="decide it in a region of its own that starts after the write, e.g. "
+                     "`for _ in pypto.loop(1):` around the `if` (loops and pypto.loop bounds see "
+                     "earlier writes)", loc=loc)
+        return self._explorers[-1].decide(cond, loc)
 
     # ---- ops -----------------------------------------------------------------------------------
     def emit(self, kind: str, inputs, outputs, attrs=None, loc=None) -> Op:

@@ -679,26 +679,48 @@ def test_loop_bound_reads_the_kernels_own_write():
                    {1: col_sums, 2: want}, batches=n > 4)
 
 
+def test_branch_on_the_kernels_own_write_is_refused_at_its_line():
+    """A region's runtime conditions are decided when the region starts, so a condition on an
+    element the kernel writes earlier in the same region would see the caller's stale value: it
+    is refused at compile time, naming the tensor (a silent wrong branch is worse)."""
+    @pypto.jit
+    def write_then_branch(x: pypto.Tensor([D, 8], INT32), flag: pypto.Tensor([1, 8], INT32),
+                          out: pypto.Tensor([D, 8], INT32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        flag[:] = pypto.amax(x, 0, keepdim=True)
+        if flag[0, 0] > 0:
+            out[:] = x + 1
+        else:
+            out[:] = x - 1
+
+    x, flag, out = torch.zeros(5, 8, dtype=torch.int32), torch.ones(1, 8, dtype=torch.int32), \
+        torch.zeros(5, 8, dtype=torch.int32)
+    with pytest.raises(pypto.KernelSyntaxError, match="reads tensor 'flag', which the kernel writes") as e:
+        write_then_branch(x, flag, out)
+    assert "pypto.loop(1)" in str(e.value) and "test_batched_vs_serial.py" in str(e.value)
+    assert torch.equal(flag, torch.ones(1, 8, dtype=torch.int32)) and not out.any()  # nothing ran
+
+
 @pypto.jit
-def write_then_branch(x: pypto.Tensor([D, 8], INT32), flag: pypto.Tensor([1, 8], INT32),
-                      out: pypto.Tensor([D, 8], INT32)):
-    """Writes ``flag`` from the data, then branches on its first element: the branch must see what
-    the kernel wrote, not what the caller passed in."""
+def write_then_branch_in_region(x: pypto.Tensor([D, 8], INT32), flag: pypto.Tensor([1, 8], INT32),
+                                out: pypto.Tensor([D, 8], INT32)):
+    """The same decision in a region of its own, after the write: it sees the written value."""
     pypto.set_vec_tile_shapes(4, 8)
     flag[:] = pypto.amax(x, 0, keepdim=True)
-    if flag[0, 0] > 0:
-        out[:] = x + 1
-    else:
-        out[:] = x - 1
+    for _ in pypto.loop(1):
+        if flag[0, 0] > 0:
+            out[:] = x + 1
+        else:
+            out[:] = x - 1
 
 
-def test_branch_reads_the_kernels_own_write():
+def test_branch_reads_the_kernels_own_write_in_a_later_region():
     for n, stale, top in ((5, 1, 0), (5, 0, 1)):  # the caller's flag says the opposite of the data
         x = torch.zeros(n, 8, dtype=torch.int32)
         x[n - 1, 0] = top
         flag_in = torch.full((1, 8), stale, dtype=torch.int32)
         want = x + 1 if top > 0 else x - 1
-        check_both(write_then_branch, [x, flag_in, torch.zeros(n, 8, dtype=torch.int32)],
+        check_both(write_then_branch_in_region, [x, flag_in, torch.zeros(n, 8, dtype=torch.int32)],
                    {1: x.amax(0, keepdim=True), 2: want}, batches=False)
 
 
