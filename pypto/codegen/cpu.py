@@ -176,9 +176,8 @@ def _in_place_lines(i, op, ins, outs, consts, nb) -> list:
     call = f"I{i}([{', '.join(ins)}], A{i}, ev)"
     if len(ins) == 1:
         return [f"    {outs[0]} = {call}  # in place"]
-    first = lines[0].strip()
     return [f"    if _fits({ins[0]}, {ins[1]}): {outs[0]} = {call}  # in place",
-            f"    else: {first}"] + lines[1:]
+            f"    else: {lines[0].strip()}"]
 
 
 def _op_lines(i, op, ins, outs, consts, nb) -> list:
@@ -194,7 +193,7 @@ def _op_lines(i, op, ins, outs, consts, nb) -> list:
         return [f"    {outs[0]} = _full(B, S[{i}], {value}, D{i}[0])"]
     if kind == "expand_clone":
         return [f"    {outs[0]} = _expand(_pad_rank({ins[0]}, {rank}, {nb}), B, S[{i}]).to(D{i}[0])"]
-    consts[f"F{i}"] = d.compute
+    consts[f"F{i}"] = _declared(d.compute, dts) if kind not in WHOLE else d.compute
     if kind == "reshape":
         return [f"    {target} = _reshape_batch(F{i}, {ins[0]}, A{i}, ev, D{i}, B)"]
     if kind in WHOLE:  # gather, scatter ...: per instance on the whole (valid) tensors
@@ -206,14 +205,25 @@ def _op_lines(i, op, ins, outs, consts, nb) -> list:
         if d.fp32_math and a.value.dtype.short in _HALF:  # upstream computes half types in fp32
             x = f"{x}.float()"
         args.append(x)
-    if len(outs) == 1:  # a compute may return a 1-tuple
-        lines = [f"    {outs[0]} = F{i}([{', '.join(args)}], A{i}, ev)",
-                 f"    if {outs[0]}.__class__ is tuple: {outs[0]} = {outs[0]}[0]"]
-    else:
-        lines = [f"    {target} = F{i}([{', '.join(args)}], A{i}, ev)"]
-    for k, x in enumerate(outs):  # results in the declared dtype (one check, no copy when equal)
-        lines.append(f"    if {x}.dtype is not D{i}[{k}]: {x} = {x}.to(D{i}[{k}])")
-    return lines
+    return [f"    {outs[0] if len(outs) == 1 else target} = F{i}([{', '.join(args)}], A{i}, ev)"]
+
+
+def _declared(compute, dtypes):
+    """``compute`` returning its results in the declared dtypes (one check, no copy when equal):
+    a tensor for one result (a compute may return a 1-tuple), a tuple for several."""
+    if len(dtypes) == 1:
+        dt = dtypes[0]
+
+        def one(ins, attrs, ev):
+            r = compute(ins, attrs, ev)
+            if r.__class__ is tuple:
+                r = r[0]
+            return r if r.dtype is dt else r.to(dt)
+        return one
+
+    def several(ins, attrs, ev):
+        return tuple(r if r.dtype is dt else r.to(dt) for r, dt in zip(compute(ins, attrs, ev), dtypes))
+    return several
 
 
 class LeafExecutable:
