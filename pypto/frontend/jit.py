@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Callable
 
+from .. import backend as _backend
 from .. import options as _options
 from .._lazy import LazyModule
 from ..dtypes import from_torch
@@ -120,18 +121,23 @@ class JitFunction:
     # ---- the call path -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         try:
-            return self._call(args, kwargs)
+            result = self._call(args, kwargs)
         except PyptoError as e:
             raise e.with_traceback(None)  # the message already points at the kernel line
+        if self._opts[3]:  # run_mode NPU, served on the simulator by a registered stand-in
+            _backend.npu_stand_in().launched(self, args, kwargs, result)
+        return result
 
     def _call(self, args, kwargs):
         t0 = time.perf_counter()
         self._resolved()
-        if self._opts[3]:  # run_mode NPU: refuse before compiling anything
+        if self._opts[3] and _backend.npu_stand_in() is None:  # refuse before compiling anything
             raise BackendUnavailableError(
                 "runtime_options['run_mode'] is NPU, but this build has no NPU backend",
                 expected="pypto.RunMode.SIM (1), the CPU simulator", got="pypto.RunMode.NPU (0)",
-                param="runtime_options['run_mode']", loc=self.loc)
+                param="runtime_options['run_mode']", loc=self.loc,
+                hint="to run NPU-mode scripts on the simulator, emulate the NPU: "
+                     "pypto.emulate.install() or python -m pypto.emulate script.py")
         entry, tensors, env, hit, reason = self._lookup(args, kwargs, count=True)
         compiled = entry.compiled
         t1 = time.perf_counter()
