@@ -5,6 +5,7 @@ rest of the process:
 
 * ``import torch_npu`` work, and ``torch.npu`` exist (device selection, synchronisation,
   streams, events, ``config``, ``NPUGraph`` / ``graph`` capture): see :mod:`.torch_npu`;
+  ``import torchair`` gives a ``torch.compile`` backend that runs graphs eagerly;
 * every NPU device spelling (``device="npu"``, ``"npu:0"``, ``torch.device("npu", 0)``,
   ``.npu()``, ``.to("npu")``) produce real CPU tensors: see :mod:`.devices`;
 * ``torch.library`` kernels registered for the ``NPU`` dispatch key serve CPU tensors: see

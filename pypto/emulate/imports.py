@@ -1,6 +1,7 @@
 """Make the stand-in packages importable under the names upstream scripts use.
 
-A meta-path finder maps ``torch_npu`` (and its submodules) onto ``pypto.emulate.torch_npu``:
+A meta-path finder maps ``torch_npu`` and ``torchair`` (and their submodules) onto
+``pypto.emulate.torch_npu`` and ``pypto.emulate.torchair``:
 ``import torch_npu`` and ``import torch_npu.npu`` return the stand-in modules themselves, so
 there is one module object per name and state set through either spelling is shared.
 """
@@ -12,7 +13,7 @@ import importlib.abc
 import importlib.util
 import sys
 
-ALIASES = {"torch_npu": "pypto.emulate.torch_npu"}
+ALIASES = {"torch_npu": "pypto.emulate.torch_npu", "torchair": "pypto.emulate.torchair"}
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -27,7 +28,7 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class AliasFinder(importlib.abc.MetaPathFinder):
-    """Finds ``torch_npu[.x]`` as ``pypto.emulate.torch_npu[.x]``."""
+    """Finds ``torch_npu[.x]`` as ``pypto.emulate.torch_npu[.x]`` (and ``torchair`` likewise)."""
 
     def find_spec(self, fullname, path=None, target=None):
         head, _, rest = fullname.partition(".")

@@ -66,15 +66,14 @@ def first_line(text: str) -> str:
     return ""
 
 
-_NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(\.\d+)?(e-?\d+)?")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+# an address, or a number that is not part of a name (DT_FP8E4M3 keeps its digits)
+_BLANKS = re.compile(r"0x[0-9a-fA-F]+|(?<![A-Za-z_])-?\d+(\.\d+)?(e-?\d+)?")
 
 
 def cause_key(failure: Failure) -> str:
     """The blocker a failure belongs to: its headline with numbers and addresses blanked, so the
     same missing API or the same rule hit with other sizes groups together."""
-    text = _ADDRESS.sub("0x…", failure.headline())
-    return _NUMBER.sub("N", text)[:200]
+    return _BLANKS.sub(lambda m: "0x…" if m.group(0).startswith("0x") else "N", failure.headline())[:200]
 
 
 def out_of_scope(failure: Failure | None) -> str | None:

@@ -57,6 +57,10 @@ def init() -> None:
     _lazy_init()
 
 
+def _is_in_bad_fork() -> bool:  # torch.manual_seed asks the device module before seeding it
+    return False
+
+
 def _lazy_init() -> None:
     global _initialized
     _initialized = True
@@ -161,20 +165,20 @@ def mem_get_info(device=None) -> tuple[int, int]:
 
 
 # ---- random numbers (the CPU generator is the NPU's) -------------------------------------------
+# torch.manual_seed itself calls manual_seed_all of the device module: seed the CPU generator
+# directly, never through torch.manual_seed.
 def manual_seed(seed: int) -> None:
-    torch.manual_seed(seed)
+    torch.default_generator.manual_seed(int(seed))
 
 
-def manual_seed_all(seed: int) -> None:
-    torch.manual_seed(seed)
+manual_seed_all = manual_seed
 
 
 def seed() -> None:
-    torch.seed()
+    torch.default_generator.seed()
 
 
-def seed_all() -> None:
-    torch.seed()
+seed_all = seed
 
 
 def initial_seed() -> int:
