@@ -39,43 +39,52 @@ def upstream_commit(upstream: Path) -> str:
 
 
 def notes(meta: dict) -> str:
-    oos = "\n".join(f"- **{name}**" for name in OUT_OF_SCOPE)
+    oos = "\n".join(f"- {name}" for name in OUT_OF_SCOPE)
     counted = ", ".join(f"`{n}`" for n in checks.described())
+    rerun = "" if meta.get("partial") else f" (this run: {meta['wall_minutes']} min at -j {meta['workers']})"
     return f"""## Out of scope for now
 
-These need parts of upstream that this package does not aim to provide yet; a file or test
-case whose failure names one of them (in the message, or on the upstream line it came from) is
+These need parts of upstream that this package does not aim to provide yet. A file or test case
+whose failure names one of them (in its message, or on the upstream line it was raised from) is
 counted as *out of scope*, not failed:
 
 {oos}
 
-(`pypto.pil` / `pypto.ir` here are upstream's C++ IR bindings and their Python builders; this
-package's own `pypto.ir` is a different, pure-Python IR. `pypto_pro` files are not selected at
-all.)
+`pypto.pil` / `pypto.ir` here mean upstream's C++ IR bindings (`pypto.pypto_impl.ir`) and the
+Python builders over them; this package's own `pypto.ir` is a different, pure-Python IR. Files
+under `pypto_pro` directories (the separate frontend) are not selected at all.
 
 ## How the harness runs and counts
 
-- Rerun: `python tools/upstream_compat.py --upstream <checkout> -j 2` (about
-  {meta.get('wall_minutes', '?')} min at -j {meta.get('workers', '?')} for this run); `--only PATTERN`
-  reruns matching files and merges them into this report.
-- Selection: {selection.__doc__.split(chr(10) + chr(10), 1)[1].strip()}
-- Each file runs in its own process (`tools/compat/child.py`) with `pypto.emulate` installed,
-  `TILE_FWK_DEVICE_ID=0`, the working directory a scratch copy of upstream's root (so upstream's
-  `pytest.ini` / `conftest.py` apply as in their CI, and `import pypto` finds only this package).
-- Script sub-cases: the module-level `test_*` functions a script defines are wrapped just before
-  its `if __name__ == "__main__":` block runs; each outermost call is a case. Scripts stop at
-  their first failing case, so later cases do not run.
-- Numeric checks counted (calls made from upstream's files only): {counted}. `isclose` counts as
-  executed, never as failed.
-- Statuses: {_status_doc()}
+- Rerun: `python tools/upstream_compat.py --upstream <checkout> -j 2`{rerun};
+  `--only PATTERN` reruns the matching files and merges them into this report; `--logs DIR` keeps
+  every file's output.
+- Selection. `examples/`: every `*.py` but `validate_examples.py` and `__init__.py`, run as a
+  script. `models/`: every `*.py` with an `if __name__ == "__main__":` block (the model tests and
+  runnable scripts, not the `*_impl.py` / `utils/` helpers), run as a script. Scripts that declare
+  `--run_mode` get `--run_mode npu`, as upstream's own example runner passes on an NPU (several
+  compare numbers only on that path). `python/tests/st` and `python/tests/ut`: every `test_*.py`
+  outside `pypto_pro`, run under pytest.
+- Each file runs in its own process (`tools/compat/child.py`) with `pypto.emulate` installed and
+  `TILE_FWK_DEVICE_ID=0`, in a scratch copy of upstream's root (examples, models, python/tests,
+  pytest.ini, conftest.py): upstream's `pytest.ini` and `conftest.py` files apply as in their CI,
+  nothing is written into the checkout, and `import pypto` can only find this package.
+- Script sub-cases (the `cases` column of scripts): the module-level `test_*` functions a script
+  defines are wrapped just before its `if __name__ == "__main__":` block runs, and each outermost
+  call is a case. Scripts stop at their first failing case, so later cases do not run.
+- Numeric checks counted, when called from upstream's own files: {counted}. `isclose` counts as
+  executed, never as failed; the hand-written `assert <x with diff/err in its name> < tol` of
+  scripts is counted through the same compile-time rewrite pytest uses for its assertions.
+- Statuses. **verified**: ran to completion without error (for a test file: every test that ran
+  passed) and at least one numeric check executed, none failing. **ran**: completed without
+  error, but no numeric check executed, or a check returned a mismatch that the file ignored
+  (shown as `CheckMismatch`). **failed**: an uncaught exception, a collection error or a failing
+  test (the first one is shown). **out_of_scope**: failed only for an out-of-scope feature.
+  **timeout** / **crashed**: killed at the time limit / died without a result. **skipped**: a test
+  file in which no test ran. The `ran` column counts ran and verified files.
+- Known blind spots: tensors are real CPU tensors, so code that inspects `t.device.type == "npu"`
+  (e.g. to read a storage format set by `torch_npu.npu_format_cast`) takes its host path.
 """
-
-
-def _status_doc() -> str:
-    from compat import results
-
-    text = results.__doc__.split("\n\n", 1)[1]
-    return " ".join(text.split())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         if previous.get("upstream_commit") == commit:
             ran = {r.path for r in results}
             results += [FileResult.from_dict(d) for d in previous["files"] if d["path"] not in ran]
-    meta = {"date": datetime.date.today().isoformat(), "upstream_commit": commit,
-            "command": "tools/upstream_compat.py" + (" (partial rerun merged)" if partial else ""),
+    meta = {"date": datetime.date.today().isoformat(), "upstream_commit": commit, "partial": partial,
+            "command": "tools/upstream_compat.py" + (" (with a partial rerun merged)" if partial else ""),
             "timeout": opts.timeout, "workers": opts.jobs, "wall_minutes": round((time.time() - t0) / 60, 1)}
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     opts.json.parent.mkdir(parents=True, exist_ok=True)

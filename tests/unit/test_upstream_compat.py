@@ -95,6 +95,8 @@ def test_cause_key_groups_sizes_but_keeps_names():
     b = Failure("ShapeError", "tile [16, 128] exceeds 96 KB at 0x7f11cd")
     assert cause_key(a) == cause_key(b) == "ShapeError: tile [N, N] exceeds N KB at 0x…"
     assert cause_key(Failure("AttributeError", "no attribute 'DT_FP8E4M3'")).endswith("'DT_FP8E4M3'")
+    assert cause_key(Failure("ValueError", "invalid w13 format, gamma_fp32 rank 3, tol 1.5e-3")) == \
+        "ValueError: invalid w13 format, gamma_fp32 rank N, tol N"
 
 
 def _results():
@@ -129,11 +131,12 @@ def test_reports_render_and_round_trip():
     meta = {"date": "2026-01-02", "upstream_commit": "abc123", "timeout": 9}
     md = report.to_markdown(results, meta, notes="## Notes\n\nhello")
     assert "`abc123`" in md and "2026-01-02" in md
-    assert "| examples/ | 2 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | – |" in md
+    assert "| examples/ | 2 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | – | – |" in md
+    assert "| python/tests/ut | 2 | 0 | 0 | 1 | 1 | 0 | 0 | 0 | 1 / 3 | 1 |" in md
     assert "| ut/kirin | 1 | 3 | 1 | 2 | 0 | 0 | 0 | 33.3% | 33.3% |" in md
     blockers = md[md.index("## Blockers"):md.index("## Per file")]
     assert blockers.index("| 1 | ShapeError") < blockers.index("| 2 | AttributeError: module 'pypto' has no")
-    assert "| python/tests/ut/kirin/test_add.py | failed |" in md and "1/3 passed, 2 failed" in md
+    assert "| python/tests/ut/kirin/test_add.py | failed |" in md and "1/3 passed (1 verified), 2 failed" in md
     assert "pypto/frontend/control.py:40" in md and md.rstrip().endswith("hello")
     data = json.loads(json.dumps(report.to_json(results, meta)))
     assert data["totals"]["models"]["files"] == 2 and data["blockers"][0]["files"] == 2

@@ -66,8 +66,8 @@ def first_line(text: str) -> str:
     return ""
 
 
-# an address, or a number that is not part of a name (DT_FP8E4M3 keeps its digits)
-_BLANKS = re.compile(r"0x[0-9a-fA-F]+|(?<![A-Za-z_])-?\d+(\.\d+)?(e-?\d+)?")
+# an address, or a number that is not part of a name (DT_FP8E4M3, w13 keep their digits)
+_BLANKS = re.compile(r"0x[0-9a-fA-F]+|(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?")
 
 
 def cause_key(failure: Failure) -> str:

@@ -66,6 +66,15 @@ class CompatPlugin:
             self.recorder.set_error(Failure("CollectError", self._text(report.longrepr)))
 
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_load_initial_conftests(self, early_config, parser, args):
+        try:
+            return (yield)
+        except Exception as e:  # pytest reports a conftest that fails to import as a usage error
+            cause = getattr(e, "cause", None) or e
+            self.recorder.set_error(from_exception(cause, *self.roots))
+            raise
+
     def pytest_internalerror(self, excrepr, excinfo):
         self.recorder.set_error(self._exception_failure(excinfo))
 

@@ -56,7 +56,7 @@ def _case_summary(r: FileResult) -> str:
     total = sum(c.values())
     if not total:
         return ""
-    parts = [f"{c['passed']}/{total} passed"]
+    parts = [f"{c['passed']}/{total} passed ({r.verified_cases} verified)"]
     parts += [f"{c[k]} {k.replace('_', ' ')}" for k in ("failed", "error", "out_of_scope", "skipped") if c[k]]
     return ", ".join(parts)
 
@@ -76,6 +76,7 @@ def to_json(results: list[FileResult], meta: dict) -> dict:
 
 def _totals_dict(t: GroupTotals) -> dict:
     return {"files": t.files, "ran": t.ran, "verified": t.verified, "statuses": t.statuses, "cases": t.cases,
+            "verified_cases": t.verified_cases,
             "pass_rate": t.pass_rate(), "pass_rate_in_scope": t.pass_rate(in_scope_only=True)}
 
 
@@ -89,8 +90,8 @@ def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int
            f"{meta.get('timeout', '?')} s). Generated file: rerun the tool instead of editing it.", "",
            "## Totals", "",
            "| group | files | ran | verified | failed | out of scope | timeout | crashed | no test ran "
-           "| test cases passed |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| cases passed / run | cases verified |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for g in GROUPS:
         if g not in groups:
             continue
@@ -98,7 +99,11 @@ def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int
         s = t.statuses
         cases = f"{t.cases['passed']} / {t.case_total}" if t.case_total else "–"
         out.append(f"| {GROUP_TITLES[g]} | {t.files} | {t.ran} | {t.verified} | {s['failed']} | "
-                   f"{s['out_of_scope']} | {s['timeout']} | {s['crashed']} | {s['skipped']} | {cases} |")
+                   f"{s['out_of_scope']} | {s['timeout']} | {s['crashed']} | {s['skipped']} | {cases} | "
+                   f"{t.verified_cases if t.case_total else '–'} |")
+    out += ["", "A case is a test of a test file, or a sub-case of a script (a `test_*` function its main block "
+            "calls; scripts stop at their first failing case). A verified case passed and made at least one "
+            "numeric check, none failing."]
     out += ["", "## Test-case pass rates", "",
             "Pass rate = passed / (passed + failed + error + out of scope); the in-scope rate leaves the "
             "out-of-scope cases out. Skipped cases (upstream's own skips and SoC filters) count in neither.", "",
@@ -118,7 +123,8 @@ def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int
             f"different sizes groups together. Top {min(top, len(ranked))} of {len(ranked)}.", "",
             "| # | cause | files | cases | example (upstream line -> our line) |", "|---:|---|---:|---:|---|"]
     for i, b in enumerate(ranked[:top], 1):
-        example = f"{b.files[0] if b.files else ''} {b.example.location() if b.example else ''}".strip()
+        where = b.example.location() if b.example else ""
+        example = where or (b.files[0] if b.files else "")
         out.append(f"| {i} | {_cell(b.cause)} | {len(b.files)} | {b.cases} | {_cell(example, 120)} |")
     out += ["", "## Per file", ""]
     for g in GROUPS:

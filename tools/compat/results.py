@@ -39,6 +39,7 @@ class FileResult:
     checks: int = 0
     check_failures: int = 0
     cases: dict = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    verified_cases: int = 0  # passed cases that made a numeric check, none failing
     case_causes: list = field(default_factory=list)  # [(cause Failure, count)] of failing cases
     failure: Failure | None = None
     out_of_scope: str | None = None
@@ -79,6 +80,7 @@ def classify(job: Job, raw: dict | None, *, seconds: float = 0.0, timed_out: boo
     for case in raw.get("cases", []):
         outcome, failure = _case_outcome(case)
         result.cases[outcome] += 1
+        result.verified_cases += outcome == "passed" and case.get("checks", 0) > 0 and not case.get("check_failures")
         if failure is not None and outcome != "skipped":
             causes[failure] = causes.get(failure, 0) + 1
             if outcome in ("failed", "error") and first_case_failure is None:
@@ -122,9 +124,11 @@ class GroupTotals:
     verified: int = 0
     statuses: dict = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
     cases: dict = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    verified_cases: int = 0
 
     def add(self, r: FileResult) -> None:
         self.files += 1
+        self.verified_cases += r.verified_cases
         self.ran += r.ran
         self.verified += r.status == "verified"
         self.statuses[r.status] += 1

@@ -1,7 +1,8 @@
 """Running the jobs: one child process per upstream file, in parallel, each with a time limit.
 
 The children run in a scratch copy of upstream's tree (the parts that run: ``examples``,
-``models``, ``python/tests`` and the root ``pytest.ini`` / ``conftest.py``), never in the
+``models``, ``python/tests``, the root ``pytest.ini`` / ``conftest.py``, and the Python helpers
+under ``framework/``), never in the
 checkout itself: upstream's tests write files (dumps, ``output/``) into their working
 directory, and the copy has no ``python/pypto``, so ``import pypto`` can only find ours.
 """
@@ -24,12 +25,22 @@ from .results import FileResult, classify
 from .selection import Job
 
 COPIED = ("examples", "models", "python/tests", "pytest.ini", "conftest.py")
+PYTHON_ONLY = ("framework",)  # upstream's tests import helpers from here (test_case_desc ...)
 CHILD = Path(__file__).with_name("child.py")
 
 
 def copy_upstream(upstream: Path, dest: Path) -> Path:
-    """Copy the parts of ``upstream`` that run into ``dest`` (created)."""
+    """Copy the parts of ``upstream`` that run into ``dest`` (created); of ``framework/`` only
+    the Python files, which upstream's tests import as helpers."""
     ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache", "output", "*.pyc")
+
+    def python_only(directory, names):
+        return [n for n in ignore(directory, names) or ()] + [
+            n for n in names if not n.endswith(".py") and not os.path.isdir(os.path.join(directory, n))]
+
+    for part in PYTHON_ONLY:
+        if (upstream / part).is_dir():
+            shutil.copytree(upstream / part, dest / part, ignore=python_only, symlinks=True)
     for part in COPIED:
         src = upstream / part
         if src.is_dir():
