@@ -60,6 +60,8 @@ def _hide_from_torch_accelerator() -> None:
     """The renamed backend makes torch report an ``npu`` accelerator; there is no C++ device
     behind it, so the generic accelerator API (which TorchDynamo consults for streams) must see
     none, while ``torch.npu.is_available()`` stays true for the scripts that ask."""
+    if not hasattr(torch, "accelerator"):  # torch < 2.6 has no generic accelerator API
+        return
     original = torch.accelerator.is_available
 
     @functools.wraps(original)
@@ -85,24 +87,18 @@ def _register_cpu_allocation() -> None:
     _libraries.append(lib)
 
 
-def _to_cpu_args(args: tuple, kwargs: dict, positional: bool) -> tuple[tuple, dict]:
-    if positional and args and is_npu_device(args[0]):
-        args = (_CPU,) + args[1:]
-    device = kwargs.get("device")
-    if device is not None and is_npu_device(device):
-        kwargs = dict(kwargs, device=_CPU)
-    return args, kwargs
-
-
-def _rewrite(original, positional_device: bool):
-    """Wrap a torch callable so an NPU ``device`` argument becomes ``"cpu"``."""
+def _rewrite(original, device_position: int | None = None):
+    """Wrap a torch callable so an NPU device, given as ``device=`` or as the positional
+    argument at ``device_position``, becomes ``"cpu"``."""
+    p = device_position
 
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        if positional_device and args and isinstance(args[0], torch.Tensor):  # method: self first
-            rest, kwargs = _to_cpu_args(args[1:], kwargs, True)
-            return original(args[0], *rest, **kwargs)
-        args, kwargs = _to_cpu_args(args, kwargs, False)
+        if p is not None and len(args) > p and is_npu_device(args[p]):
+            args = args[:p] + (_CPU,) + args[p + 1:]
+        device = kwargs.get("device")
+        if device is not None and is_npu_device(device):
+            kwargs["device"] = _CPU
         return original(*args, **kwargs)
 
     wrapper.__pypto_emulate__ = original
@@ -110,10 +106,10 @@ def _rewrite(original, positional_device: bool):
 
 
 def _wrap_device_entry_points() -> None:
-    torch.Tensor.to = _rewrite(torch.Tensor.to, positional_device=True)
-    torch.Tensor.new_tensor = _rewrite(torch.Tensor.new_tensor, positional_device=False)
+    torch.Tensor.to = _rewrite(torch.Tensor.to, device_position=1)  # t.to("npu"), t.to("npu", dtype)
+    torch.Tensor.new_tensor = _rewrite(torch.Tensor.new_tensor)
     for name in ("tensor", "as_tensor", "asarray"):
-        setattr(torch, name, _rewrite(getattr(torch, name), positional_device=False))
+        setattr(torch, name, _rewrite(getattr(torch, name)))
 
     def npu(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
         """Emulated NPU: the tensor already lives on the device that stands in for it (the CPU)."""

@@ -164,6 +164,8 @@ def test_selection_rules(tmp_path):
         ("ut", "python/tests/ut/kirin/k/test_k.py", "pytest", ()),
     ]
     assert [j.path for j in selection.select(tmp_path, ["st", "ut"], only="kirin")] == ["python/tests/ut/kirin/k/test_k.py"]
+    assert [j.path for j in selection.select(tmp_path, only=["*/b/*", "test_a"])] == [
+        "examples/b/plain.py", "python/tests/st/test_a.py"]
     with pytest.raises(ValueError, match="unknown group"):
         selection.select(tmp_path, ["nope"])
 

@@ -53,7 +53,7 @@ class Failure:
 
     def location(self) -> str:
         """The upstream line, and our line when the error came from inside pypto."""
-        if self.origin == "pypto" and self.where:
+        if self.origin == "pypto" and self.where and self.where != self.upstream_where:
             return f"{self.upstream_where} -> {self.where}" if self.upstream_where else self.where
         return self.upstream_where or self.where
 
@@ -116,7 +116,8 @@ def clean_paths(text: str, upstream_root: str, pypto_root: str) -> str:
 
 
 def from_exception(exc: BaseException, upstream_root: str, pypto_root: str) -> Failure:
-    """Describe ``exc`` by its innermost frame and its innermost frame in upstream's files."""
+    """Describe ``exc`` by its innermost frame and its innermost frame in upstream's files (for
+    a pypto error: the upstream kernel line it points at)."""
     upstream_root = os.path.join(os.path.abspath(upstream_root), "")
     pypto_root = os.path.join(os.path.abspath(pypto_root), "")
     frames = traceback.extract_tb(exc.__traceback__)
@@ -130,6 +131,13 @@ def from_exception(exc: BaseException, upstream_root: str, pypto_root: str) -> F
             upstream_where = f"{_rel(frame.filename, upstream_root, pypto_root)}:{frame.lineno}"
             source = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
             break
+    loc = getattr(exc, "loc", None)  # a pypto error names the kernel line it is about
+    loc_file = os.path.abspath(str(getattr(loc, "file", "")))
+    if loc is not None and loc_file.startswith(upstream_root):
+        # pypto's kernel call re-raises its errors without pypto's frames: the kernel line is
+        # both where upstream's code is and the best "where" there is
+        upstream_where = where = f"{_rel(loc_file, upstream_root, pypto_root)}:{loc.line}"
+        source = linecache.getline(loc_file, loc.line).strip()
     if isinstance(exc, SyntaxError) and exc.filename and not frames:
         where = f"{_rel(exc.filename, upstream_root, pypto_root)}:{exc.lineno}"
     message = first_line(str(exc)) if not isinstance(exc, SystemExit) else f"exit code {exc.code!r}"

@@ -63,9 +63,9 @@ def _tests(root: Path, sub: str, group: str) -> list[Job]:
             for p in sorted((root / sub).rglob("test_*.py")) if "pypto_pro" not in p.relative_to(root).parts]
 
 
-def select(root: str | Path, groups=GROUPS, only: str | None = None) -> list[Job]:
-    """The jobs for ``groups`` under the upstream ``root``; ``only`` keeps paths matching a glob
-    or containing the text."""
+def select(root: str | Path, groups=GROUPS, only=None) -> list[Job]:
+    """The jobs for ``groups`` under the upstream ``root``; ``only`` (a pattern or a list of
+    them) keeps the paths that contain one of the texts or match one of the globs."""
     root = Path(root)
     jobs: list[Job] = []
     for group in groups:
@@ -82,7 +82,8 @@ def select(root: str | Path, groups=GROUPS, only: str | None = None) -> list[Job
         else:
             raise ValueError(f"unknown group {group!r}; expected one of {', '.join(GROUPS)}")
     if only:
-        jobs = [j for j in jobs if only in j.path or fnmatch.fnmatch(j.path, only)]
+        patterns = [only] if isinstance(only, str) else list(only)
+        jobs = [j for j in jobs if any(p in j.path or fnmatch.fnmatch(j.path, p) for p in patterns)]
     return jobs
 
 
