@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Callable
 
+from .. import backend as _backend
 from .. import options as _options
 from .._lazy import LazyModule
 from ..dtypes import from_torch
@@ -138,9 +139,12 @@ class JitFunction:
     # ---- the call path -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         try:
-            return self._call(args, kwargs)
+            result = self._call(args, kwargs)
         except PyptoError as e:
             raise e.with_traceback(None)  # the message already points at the kernel line
+        if self._opts[3]:  # run_mode NPU, served on the simulator by a registered stand-in
+            _backend.npu_stand_in().launched(self, args, kwargs, result)
+        return result
 
     def _call(self, args, kwargs):
         t0 = time.perf_counter()
@@ -155,11 +159,13 @@ class JitFunction:
             hit, reason, strided = True, None, None
         else:
             self._resolved()
-            if self._opts[3]:  # run_mode NPU: refuse before compiling anything
+            if self._opts[3] and _backend.npu_stand_in() is None:  # refuse before compiling anything
                 raise BackendUnavailableError(
                     "runtime_options['run_mode'] is NPU, but this build has no NPU backend",
                     expected="pypto.RunMode.SIM (1), the CPU simulator", got="pypto.RunMode.NPU (0)",
-                    param="runtime_options['run_mode']", loc=self.loc)
+                    param="runtime_options['run_mode']", loc=self.loc,
+                    hint="to run NPU-mode scripts on the simulator, emulate the NPU: "
+                         "pypto.emulate.install() or python -m pypto.emulate script.py")
             entry, tensors, env, hit, reason, strided = self._lookup(args, kwargs, count=True)
         compiled = entry.compiled
         t1 = time.perf_counter()
@@ -194,12 +200,14 @@ class JitFunction:
             binder = entry.__dict__["_binder"] = make_binder(self._sig, key[0], dict(entry.compiled.program.constants))
         g = self.fn.__globals__
         self._fast = (binder, entry, _options.state_version(), global_tiles(), current_machine(),
-                      tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn))
+                      tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn),
+                      _backend.npu_stand_in())
 
     def _fast_bind(self, args):
         """(tensors, env) when this call can reuse the last version as is, else None."""
-        binder, entry, version, tiles, machine, guards, closure = self._fast
-        if version != _options.state_version() or current_machine() is not machine:
+        binder, entry, version, tiles, machine, guards, closure, stand_in = self._fast
+        if version != _options.state_version() or current_machine() is not machine \
+                or _backend.npu_stand_in() is not stand_in:
             return None
         now = global_tiles()
         if now[0] is not tiles[0] or now[1] is not tiles[1]:

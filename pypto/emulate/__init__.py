@@ -1,0 +1,61 @@
+"""Opt-in NPU emulation: upstream PyPTO scripts written for an Ascend NPU run on the CPU.
+
+``pypto.emulate.install()`` (or ``python -m pypto.emulate script.py args...``) makes, for the
+rest of the process:
+
+* ``import torch_npu`` work, and ``torch.npu`` exist (device selection, synchronisation,
+  streams, events, ``config``, ``NPUGraph`` / ``graph`` capture): see :mod:`.torch_npu`;
+  ``import torchair`` gives a ``torch.compile`` backend that runs graphs eagerly;
+* every NPU device spelling (``device="npu"``, ``"npu:0"``, ``torch.device("npu", 0)``,
+  ``.npu()``, ``.to("npu")``) produce real CPU tensors: see :mod:`.devices`;
+* ``torch.library`` kernels registered for the ``NPU`` dispatch key serve CPU tensors: see
+  :mod:`.library`;
+* kernels with ``runtime_options={"run_mode": pypto.RunMode.NPU}`` run on pypto's CPU
+  simulator instead of raising :class:`pypto.BackendUnavailableError` (through the
+  :mod:`pypto.backend` stand-in hook).
+
+Nothing happens on ``import pypto``: emulation changes global torch state, so it is only ever
+switched on explicitly. It prints one notice to stderr when it is switched on.
+"""
+
+from __future__ import annotations
+
+import sys
+
+NOTICE = ("[pypto.emulate] emulating the NPU on the CPU: torch_npu and torch.npu are stand-ins, "
+          "'npu' devices are the CPU, RunMode.NPU kernels run on the pypto simulator")
+
+_installed = False
+
+
+class _SimulatorStandIn:
+    """Serves NPU-mode kernel calls on the simulator; records launches for NPU graph capture."""
+
+    name = "pypto.emulate"
+
+    def launched(self, kernel, args, kwargs, result) -> None:
+        from .torch_npu import graphs
+
+        graphs.record(kernel, args, kwargs, result)
+
+
+def install() -> None:
+    """Switch NPU emulation on for this process (idempotent; there is no uninstall)."""
+    global _installed
+    if _installed:
+        return
+    from .. import backend
+    from . import devices, imports, library
+    from .torch_npu import npu
+
+    imports.install()
+    devices.install(npu)
+    library.install()
+    backend.set_npu_stand_in(_SimulatorStandIn())
+    _installed = True
+    print(NOTICE, file=sys.stderr, flush=True)
+
+
+def is_installed() -> bool:
+    """Whether `install` has run in this process."""
+    return _installed

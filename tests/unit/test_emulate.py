@@ -1,0 +1,168 @@
+"""pypto.emulate: upstream-style NPU scripts run on the CPU simulator, only when asked for.
+
+Emulation patches torch for the whole process, so every check runs a small script in a fresh
+interpreter (``python -m pypto.emulate script.py`` or ``install()`` inside the script).
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from pypto.emulate import NOTICE
+
+KERNEL = """
+import pypto
+
+@pypto.frontend.jit(runtime_options={"run_mode": pypto.RunMode.NPU})
+def scale_add(x: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32),
+              y: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32),
+              out: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(8, 32)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 8)):
+        rows = slice(b * 8, (b + 1) * 8)
+        out[rows, :] = x[rows, :] * 2.0 + y[rows, :]
+"""
+
+
+def run(tmp_path, body: str, *args: str, emulate: bool = True, name: str = "script.py"):
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(body))
+    cmd = [sys.executable] + (["-m", "pypto.emulate"] if emulate else []) + [str(script), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_npu_devices_are_cpu_tensors_and_npu_mode_kernels_compute(tmp_path):
+    proc = run(tmp_path, KERNEL + """
+import os, sys
+import torch, torch_npu
+
+torch.npu.set_device(int(os.environ.get("TILE_FWK_DEVICE_ID", 0)))
+assert torch_npu.npu is torch.npu and torch.npu.is_available() and torch.npu.device_count() == 1
+assert torch.npu.current_device() == 0 and isinstance(torch.npu.get_device_name(), str)
+torch.npu.synchronize(); torch.npu.empty_cache()
+torch.manual_seed(3); first = torch.randn(4, device="npu")
+torch.npu.manual_seed(3); assert torch.equal(first, torch.randn(4, device="npu"))  # one generator: the CPU's
+torch.npu.config.allow_internal_format = True
+torch_npu.npu.config.allow_internal_format = False
+s = torch.npu.Stream()
+with torch.npu.stream(s):
+    torch.npu.current_stream().wait_stream(s)
+made = [torch.randn(17, 32, device="npu"), torch.randn(17, 32, device="npu:0"),
+        torch.zeros(17, 32, device=torch.device("npu", 0)), torch.tensor([[1.0] * 32] * 17, device="npu"),
+        torch.randn(17, 32).npu(), torch.randn(17, 32).to("npu"), torch.randn(17, 32).to(device="npu:0"),
+        torch.randn(17, 32, dtype=torch.float64).to("npu", torch.float32), torch.empty_like(torch.ones(17, 32), device="npu")]
+for t in made:
+    assert t.device.type == "cpu" and t.shape == (17, 32) and t.dtype == torch.float32, (t.device, t.shape, t.dtype)
+x, y = made[0], made[3]
+out = torch.empty(17, 32, device="npu")
+scale_add(x, y, out)
+torch.npu.synchronize()
+torch.testing.assert_close(out, x * 2.0 + y)
+print("ARGV", sys.argv[1:], "PATH0", sys.path[0] == os.path.dirname(os.path.abspath(__file__)))
+""", "first", "--second")
+    assert "ARGV ['first', '--second'] PATH0 True" in proc.stdout
+    assert proc.stderr.count(NOTICE) == 1
+
+
+def test_graph_capture_records_npu_kernels_and_replay_reruns_them(tmp_path):
+    run(tmp_path, KERNEL + """
+import torch, torch_npu
+
+x, y = torch.randn(9, 32, device="npu"), torch.randn(9, 32, device="npu")
+out = torch.zeros(9, 32, device="npu")
+g = torch.npu.NPUGraph()
+assert not torch_npu.npu.is_current_stream_capturing()
+with torch.npu.graph(g):
+    assert torch_npu.npu.is_current_stream_capturing()
+    scale_add(x, y, out)
+torch.testing.assert_close(out, x * 2.0 + y)      # capture ran the kernel eagerly
+x.copy_(torch.randn(9, 32))
+g.replay()
+torch.testing.assert_close(out, x * 2.0 + y)      # replay launched it again on the new input
+g2 = torch_npu.npu.NPUGraph()
+g2.capture_begin(); scale_add(y, x, out); g2.capture_end()
+g.replay()
+torch.testing.assert_close(out, x * 2.0 + y)      # each graph keeps its own recording
+g.reset()
+try:
+    g.replay()
+except RuntimeError as e:
+    assert "capture" in str(e)
+else:
+    raise AssertionError("replay after reset must fail")
+""")
+
+
+def test_npu_dispatch_key_registrations_serve_cpu_tensors(tmp_path):
+    run(tmp_path, """
+import torch
+
+lib = torch.library.Library("emulate_demo", "DEF")
+lib.define("twice(Tensor x) -> Tensor")
+
+@torch.library.impl(lib, "twice", "NPU")
+def twice(x):
+    return x * 2
+
+x = torch.arange(6.0, device="npu")
+torch.testing.assert_close(torch.ops.emulate_demo.twice(x), x * 2)
+""")
+
+
+def test_install_is_explicit_idempotent_and_runs_modules(tmp_path):
+    (tmp_path / "mod_under_test.py").write_text(textwrap.dedent("""
+        import sys, torch
+        assert sys.argv[1:] == ["x"], sys.argv
+        print("MODULE", torch.ones(2, device="npu").device)
+    """))
+    proc = subprocess.run([sys.executable, "-m", "pypto.emulate", "-m", "mod_under_test", "x"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "MODULE cpu" in proc.stdout and proc.stderr.count(NOTICE) == 1
+    proc = run(tmp_path, """
+import sys, torch
+import pypto
+assert not hasattr(torch, "npu"), "importing pypto must not emulate anything"
+import pypto.emulate
+assert not pypto.emulate.is_installed()
+pypto.emulate.install(); pypto.emulate.install()
+import torch_npu
+print("OK", torch.zeros(1, device="npu").device)
+""", emulate=False)
+    assert "OK cpu" in proc.stdout and proc.stderr.count(NOTICE) == 1
+
+
+def test_without_emulation_npu_mode_still_refuses(tmp_path):
+    proc = run(tmp_path, KERNEL + """
+import torch
+
+try:
+    import torch_npu
+except ModuleNotFoundError:
+    pass
+else:
+    raise AssertionError("torch_npu must not be importable without emulation")
+x = torch.randn(8, 32)
+out = torch.zeros(8, 32)
+try:
+    scale_add(x, x, out)
+except pypto.BackendUnavailableError as e:
+    assert isinstance(e, RuntimeError) and "no NPU backend" in str(e) and "pypto.emulate" in str(e)
+    assert torch.count_nonzero(out) == 0
+    print("REFUSED")
+else:
+    raise AssertionError("run_mode NPU must fail without emulation")
+""", emulate=False)
+    assert "REFUSED" in proc.stdout and NOTICE not in proc.stderr
+
+
+@pytest.mark.parametrize("argv, code", [([], 2), (["-m"], 2), (["no_such_script.py"], 2), (["--help"], 0)])
+def test_command_line_usage_errors(tmp_path, argv, code):
+    proc = subprocess.run([sys.executable, "-m", "pypto.emulate", *argv], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == code
+    assert "usage: python -m pypto.emulate" in proc.stdout + proc.stderr or "can't open" in proc.stderr

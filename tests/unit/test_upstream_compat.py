@@ -1,0 +1,196 @@
+"""The pure parts of tools/upstream_compat.py: selection, classification, blockers, reports.
+
+The harness itself needs an upstream checkout and runs for minutes; these tests feed it fake
+child results instead.
+"""
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+
+from compat import cases, checks, report, selection  # noqa: E402
+from compat.failures import Failure, cause_key, out_of_scope  # noqa: E402
+from compat.results import FileResult, classify, totals  # noqa: E402
+from compat.selection import Job  # noqa: E402
+
+SCRIPT = Job("examples", "examples/a/demo.py", "script", ("--run_mode", "npu"))
+TESTS = Job("ut", "python/tests/ut/kirin/test_add.py", "pytest")
+
+
+def raw(*, cases_=(), error=None, calls=0, failures=0, finished=True):
+    return {"finished": finished, "error": error.to_dict() if error else None,
+            "checks": {"calls": calls, "failures": failures, "first_failure": "torch.allclose at x.py:3"},
+            "cases": [{"name": n, "outcome": o, "checks": 1, "check_failures": 0,
+                       "failure": f.to_dict() if f else None} for n, o, f in cases_]}
+
+
+MISSING = Failure("AttributeError", "module 'pypto' has no attribute 'function'", "tests/t.py:9", "tests/t.py:9",
+                  "@pypto.function", "upstream")
+TILE = Failure("ShapeError", "pypto.abs: the vector tile shape has 2 dims but the op has 1",
+               "pypto/frontend/control.py:40", "examples/a/demo.py:12", "out[:] = pypto.abs(x)", "pypto")
+IR = Failure("ImportError", "cannot import name 'pil' from 'pypto' (pypto/__init__.py)", "t.py:3", "t.py:3",
+             "from pypto import ir, pil", "upstream")
+
+
+@pytest.mark.parametrize("kwargs, status", [
+    (dict(raw=raw(calls=3)), "verified"),
+    (dict(raw=raw()), "ran"),
+    (dict(raw=raw(calls=2, failures=1)), "ran"),
+    (dict(raw=raw(error=MISSING, calls=1)), "failed"),
+    (dict(raw=raw(error=IR)), "out_of_scope"),
+    (dict(raw=raw(finished=False), returncode=-11, log_tail="Segmentation fault"), "crashed"),
+    (dict(raw=raw(finished=False), timed_out=True, timeout=5), "timeout"),
+])
+def test_script_status(kwargs, status):
+    r = classify(SCRIPT, kwargs.pop("raw"), **kwargs)
+    assert r.status == status
+    assert r.ran == (status in ("ran", "verified"))
+    if status in ("failed", "out_of_scope"):
+        assert r.failure is not None and r.failure.type in ("AttributeError", "ImportError")
+    if kwargs.get("timed_out"):
+        assert r.failure.type == "Timeout" and "5 s" in r.failure.message
+    if kwargs.get("returncode"):
+        assert "-11" in r.failure.message and "Segmentation fault" in r.failure.message
+
+
+def test_check_mismatch_is_shown_as_the_failure_of_a_file_that_ran():
+    r = classify(SCRIPT, raw(calls=2, failures=1))
+    assert r.failure.type == "CheckMismatch" and "1 of 2" in r.failure.message and "x.py:3" in r.failure.message
+
+
+def test_test_file_outcomes_and_out_of_scope_cases():
+    r = classify(TESTS, raw(calls=4, cases_=[("a", "passed", None), ("b", "failed", TILE), ("c", "error", MISSING),
+                                             ("d", "skipped", None), ("e", "failed", IR)]))
+    assert r.status == "failed" and r.failure == TILE  # the first failing case
+    assert r.cases == {"passed": 1, "failed": 1, "error": 1, "skipped": 1, "out_of_scope": 1}
+    assert dict(r.case_causes) == {TILE: 1, MISSING: 1, IR: 1}
+    only_oos = classify(TESTS, raw(cases_=[("e", "failed", IR), ("d", "skipped", None)]))
+    assert only_oos.status == "out_of_scope" and only_oos.out_of_scope.startswith("pypto.pil")
+    assert classify(TESTS, raw(cases_=[("d", "skipped", None)])).status == "skipped"
+    passed_and_oos = classify(TESTS, raw(calls=1, cases_=[("a", "passed", None), ("e", "failed", IR)]))
+    assert passed_and_oos.status == "verified" and passed_and_oos.cases["out_of_scope"] == 1
+
+
+@pytest.mark.parametrize("failure, feature", [
+    (IR, "pypto.pil"),
+    (Failure("AttributeError", "module 'pypto.ir' has no attribute 'Builder'"), "pypto.pil"),
+    (Failure("ModuleNotFoundError", "No module named 'pypto.pypto_impl'", source_line="from pypto.pypto_impl import ir"),
+     "pypto.pil"),
+    (Failure("AttributeError", "module 'pypto' has no attribute 'distributed'"), "pypto.distributed"),
+    (Failure("ModuleNotFoundError", "No module named 'pypto_pro'"), "pypto_pro"),
+    (MISSING, None), (TILE, None), (None, None),
+])
+def test_out_of_scope_causes(failure, feature):
+    found = out_of_scope(failure)
+    assert (found is None) if feature is None else found.startswith(feature)
+
+
+def test_cause_key_groups_sizes_but_keeps_names():
+    a = Failure("ShapeError", "tile [32, 64] exceeds 48 KB at 0x7f00ab")
+    b = Failure("ShapeError", "tile [16, 128] exceeds 96 KB at 0x7f11cd")
+    assert cause_key(a) == cause_key(b) == "ShapeError: tile [N, N] exceeds N KB at 0x…"
+    assert cause_key(Failure("AttributeError", "no attribute 'DT_FP8E4M3'")).endswith("'DT_FP8E4M3'")
+    assert cause_key(Failure("ValueError", "invalid w13 format, gamma_fp32 rank 3, tol 1.5e-3")) == \
+        "ValueError: invalid w13 format, gamma_fp32 rank N, tol N"
+
+
+def _results():
+    return [
+        classify(SCRIPT, raw(calls=1)),
+        classify(Job("examples", "examples/b.py", "script"), raw(error=TILE)),
+        classify(Job("models", "models/m/test_x.py", "script"), raw(error=MISSING)),
+        classify(Job("models", "models/m/test_y.py", "script"), raw(error=MISSING)),
+        classify(TESTS, raw(calls=2, cases_=[("a", "passed", None), ("b", "failed", TILE), ("c", "failed", TILE)])),
+        classify(Job("ut", "python/tests/ut/ir/test_ir.py", "pytest"), raw(error=IR)),
+        classify(Job("st", "python/tests/st/test_t.py", "pytest"), raw(finished=False), timed_out=True, timeout=9),
+    ]
+
+
+def test_blockers_rank_by_files_then_cases():
+    ranked = report.blockers(_results())
+    assert [(b.cause.split(":")[0], len(b.files), b.cases) for b in ranked] == [
+        ("ShapeError", 2, 2), ("AttributeError", 2, 0), ("Timeout", 1, 0)]  # a tie on files: cases decide
+    assert ranked[0].files == ["examples/b.py", "python/tests/ut/kirin/test_add.py"]
+
+
+def test_totals_and_pass_rates():
+    groups = totals(_results(), lambda r: r.group)
+    assert (groups["examples"].files, groups["examples"].ran, groups["examples"].verified) == (2, 1, 1)
+    assert groups["ut"].statuses["out_of_scope"] == 1 and groups["st"].statuses["timeout"] == 1
+    kirin = totals(_results(), lambda r: selection.suite_of(r.path))["ut/kirin"]
+    assert kirin.cases["passed"] == 1 and kirin.pass_rate() == pytest.approx(1 / 3)
+
+
+def test_reports_render_and_round_trip():
+    results = _results()
+    meta = {"date": "2026-01-02", "upstream_commit": "abc123", "timeout": 9}
+    md = report.to_markdown(results, meta, notes="## Notes\n\nhello")
+    assert "`abc123`" in md and "2026-01-02" in md
+    assert "| examples/ | 2 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | – | – |" in md
+    assert "| python/tests/ut | 2 | 0 | 0 | 1 | 1 | 0 | 0 | 0 | 1 / 3 | 1 |" in md
+    assert "| ut/kirin | 1 | 3 | 1 | 2 | 0 | 0 | 0 | 33.3% | 33.3% |" in md
+    blockers = md[md.index("## Blockers"):md.index("## Per file")]
+    assert blockers.index("| 1 | ShapeError") < blockers.index("| 2 | AttributeError: module 'pypto' has no")
+    assert "| python/tests/ut/kirin/test_add.py | failed |" in md and "1/3 passed (1 verified), 2 failed" in md
+    assert "pypto/frontend/control.py:40" in md and md.rstrip().endswith("hello")
+    data = json.loads(json.dumps(report.to_json(results, meta)))
+    assert data["totals"]["models"]["files"] == 2 and data["blockers"][0]["files"] == 2
+    back = [FileResult.from_dict(d) for d in data["files"]]
+    assert sorted((r.path, r.status, r.failure) for r in back) == sorted((r.path, r.status, r.failure) for r in results)
+
+
+def test_selection_rules(tmp_path):
+    files = {
+        "examples/validate_examples.py": "", "examples/__init__.py": "",
+        "examples/a/run.py": "p.add_argument('--run_mode')\n", "examples/b/plain.py": "print(1)\n",
+        "models/m/test_x.py": "if __name__ == '__main__':\n    pass\n", "models/m/x_impl.py": "def f(): pass\n",
+        "python/tests/st/test_a.py": "", "python/tests/st/pypto_pro/test_p.py": "", "python/tests/st/helper.py": "",
+        "python/tests/ut/kirin/k/test_k.py": "",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    jobs = selection.select(tmp_path)
+    assert [(j.group, j.path, j.mode, j.args) for j in jobs] == [
+        ("examples", "examples/a/run.py", "script", ("--run_mode", "npu")),
+        ("examples", "examples/b/plain.py", "script", ()),
+        ("models", "models/m/test_x.py", "script", ()),
+        ("st", "python/tests/st/test_a.py", "pytest", ()),
+        ("ut", "python/tests/ut/kirin/k/test_k.py", "pytest", ()),
+    ]
+    assert [j.path for j in selection.select(tmp_path, ["st", "ut"], only="kirin")] == ["python/tests/ut/kirin/k/test_k.py"]
+    assert [j.path for j in selection.select(tmp_path, only=["*/b/*", "test_a"])] == [
+        "examples/b/plain.py", "python/tests/st/test_a.py"]
+    with pytest.raises(ValueError, match="unknown group"):
+        selection.select(tmp_path, ["nope"])
+
+
+def test_script_segments_and_numeric_asserts():
+    tree = ast.parse("import os\ndef test_a():\n    assert max_diff < 1e-3, 'x'\n    assert ok\n"
+                     "if __name__ == '__main__':\n    test_a()\nx = 1\nif '__main__' == __name__:\n    pass\n")
+    assert [(len(s), g) for s, g in cases.segments(tree)] == [(2, False), (1, True), (1, False), (1, True)]
+    rewritten = ast.unparse(cases.NumericAsserts("demo.py").visit(tree))
+    assert f"assert {cases.CHECK_NAME}(max_diff < 0.001, 3), 'x'" in rewritten and "assert ok" in rewritten
+
+
+def test_checks_count_only_calls_from_upstream_files(monkeypatch):
+    monkeypatch.setattr(checks, "tally", checks.CheckTally())
+    monkeypatch.setattr(checks, "_root", [str(Path(__file__).parent) + "/"])
+    allclose = checks._wrap(lambda a, b: a == b, "allclose", "bool")
+    assert_close = checks._wrap(lambda a, b: (_ for _ in ()).throw(AssertionError("far")) if a != b else None,
+                                "assert_close", "raise")
+    allclose(1, 1)
+    allclose(1, 2)
+    assert_close(1, 1)
+    with pytest.raises(AssertionError):
+        assert_close(1, 2)
+    t = checks.tally
+    assert (t.calls, t.failures) == (4, 2) and t.first_failure.startswith("allclose at test_upstream_compat.py:")
+    monkeypatch.setattr(checks, "_root", ["/nowhere/"])
+    allclose(1, 2)  # a call from outside the upstream tree does not count
+    assert t.calls == 4

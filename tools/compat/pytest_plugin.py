@@ -1,0 +1,93 @@
+"""Per-test outcomes of an upstream test file under pytest (child side).
+
+pytest runs in the child process (after emulation is installed) on one upstream file, from
+upstream's root, so upstream's own ``pytest.ini`` and ``conftest.py`` files apply as in their
+CI. This plugin records each test's outcome (``passed``, ``failed``, ``error`` for a
+setup/teardown failure, ``skipped``), the numeric checks it made and, for failures, the
+exception itself (not pytest's rendering of it). A collection error is the file's error.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .checks import tally
+from .failures import Failure, clean_paths, first_line, from_exception
+from .recorder import Recorder
+
+
+class CompatPlugin:
+    def __init__(self, recorder: Recorder, upstream_root: str, pypto_root: str):
+        self.recorder = recorder
+        self.roots = (upstream_root, pypto_root)
+        self.outcome: str = "passed"
+        self.failure: Failure | None = None
+
+    def _exception_failure(self, excinfo) -> Failure:
+        exc = excinfo.value
+        if isinstance(exc, pytest.Collector.CollectError) and exc.__cause__ is not None:
+            exc = exc.__cause__  # pytest re-raises import errors as CollectError(text) from the original
+        return from_exception(exc, *self.roots)
+
+    def _text(self, longrepr) -> str:
+        root, pypto_root = (os.path.join(os.path.abspath(r), "") for r in self.roots)
+        return clean_paths(first_line(str(longrepr)), root, pypto_root)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        tally.start_case()
+        self.outcome, self.failure = "passed", None
+        yield
+        self.recorder.add_case(item.nodeid, self.outcome, tally.case_calls, tally.case_failures, self.failure)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = (yield).get_result()
+        if report.skipped and self.outcome == "passed":
+            self.outcome = "skipped"
+        elif report.failed and self.outcome in ("passed", "skipped"):
+            self.outcome = "failed" if call.when == "call" else "error"
+            if call.excinfo is not None:
+                self.failure = self._exception_failure(call.excinfo)
+            else:  # e.g. a strict xfail that passed
+                self.failure = Failure("Failed", self._text(report.longrepr), origin="upstream")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        report = (yield).get_result()
+        if not report.failed:
+            return
+        call = getattr(report, "call", None)  # pytest drops it once this hook returns
+        if call is not None and call.excinfo is not None:
+            self.recorder.set_error(self._exception_failure(call.excinfo))
+        else:
+            self.recorder.set_error(Failure("CollectError", self._text(report.longrepr)))
+
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_load_initial_conftests(self, early_config, parser, args):
+        try:
+            return (yield)
+        except Exception as e:  # pytest reports a conftest that fails to import as a usage error
+            cause = getattr(e, "cause", None) or e
+            self.recorder.set_error(from_exception(cause, *self.roots))
+            raise
+
+    def pytest_internalerror(self, excrepr, excinfo):
+        self.recorder.set_error(self._exception_failure(excinfo))
+
+
+def run_pytest(path: str, recorder: Recorder, upstream_root: str, pypto_root: str) -> int:
+    """Run pytest on one file; returns pytest's exit code."""
+    plugin = CompatPlugin(recorder, upstream_root, pypto_root)
+    # xdist by name: plugin autoloading is off in the child, and upstream's conftest implements
+    # an xdist hook (pytest_configure_node) that pytest refuses without it
+    args = [path, "--rootdir", upstream_root, "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin",
+            "--no-header", "-rN", "--tb=short"]
+    code = int(pytest.main(args, plugins=[plugin]))
+    if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        recorder.set_error(Failure("PytestError", f"pytest exited with {pytest.ExitCode(code).name}",
+                                   origin="harness"))
+    return code

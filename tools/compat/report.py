@@ -1,0 +1,152 @@
+"""``docs/COMPAT.md`` and ``docs/compat.json`` from the per-file results (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .failures import Failure, cause_key
+from .results import STATUSES, FileResult, GroupTotals, totals
+from .selection import GROUP_TITLES, GROUPS, SUITES, suite_of
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Blocker:
+    """One cause of failure and what it stops."""
+
+    cause: str
+    files: list = field(default_factory=list)  # paths whose first failure has this cause
+    cases: int = 0  # failing test cases with this cause, over all files
+    example: Failure | None = None
+
+    def to_dict(self) -> dict:
+        return {"cause": self.cause, "files": len(self.files), "cases": self.cases, "paths": self.files,
+                "example": self.example.to_dict() if self.example else None}
+
+
+def blockers(results: list[FileResult]) -> list[Blocker]:
+    """Causes ranked by the number of files they stop (first failure of failed, timed-out and
+    crashed files), then by the failing test cases they account for."""
+    by_cause: dict[str, Blocker] = {}
+    for r in results:
+        if r.status in ("failed", "timeout", "crashed") and r.failure is not None:
+            key = cause_key(r.failure)
+            b = by_cause.setdefault(key, Blocker(key, example=r.failure))
+            b.files.append(r.path)
+        for failure, n in r.case_causes:
+            if failure is None or r.status == "out_of_scope":
+                continue
+            key = cause_key(failure)
+            by_cause.setdefault(key, Blocker(key, example=failure)).cases += n
+    return sorted(by_cause.values(), key=lambda b: (-len(b.files), -b.cases, b.cause))
+
+
+def _cell(text: str, limit: int = 160) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _case_summary(r: FileResult) -> str:
+    c = r.cases
+    total = sum(c.values())
+    if not total:
+        return ""
+    parts = [f"{c['passed']}/{total} passed ({r.verified_cases} verified)"]
+    parts += [f"{c[k]} {k.replace('_', ' ')}" for k in ("failed", "error", "out_of_scope", "skipped") if c[k]]
+    return ", ".join(parts)
+
+
+def to_json(results: list[FileResult], meta: dict) -> dict:
+    """The machine-readable report (stable keys; ``files`` sorted by path)."""
+    groups = totals(results, lambda r: r.group)
+    suites = totals(results, lambda r: suite_of(r.path))
+    return {
+        "format": FORMAT_VERSION, **meta,
+        "totals": {g: _totals_dict(groups[g]) for g in GROUPS if g in groups},
+        "suites": {s: _totals_dict(suites[s]) for s in SUITES if s in suites},
+        "blockers": [b.to_dict() for b in blockers(results)],
+        "files": [r.to_dict() for r in sorted(results, key=lambda r: r.path)],
+    }
+
+
+def _totals_dict(t: GroupTotals) -> dict:
+    return {"files": t.files, "ran": t.ran, "verified": t.verified, "statuses": t.statuses, "cases": t.cases,
+            "verified_cases": t.verified_cases,
+            "pass_rate": t.pass_rate(), "pass_rate_in_scope": t.pass_rate(in_scope_only=True)}
+
+
+def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int = 30) -> str:
+    """The human report: totals, case pass rates, ranked blockers, the per-file table, notes."""
+    groups = totals(results, lambda r: r.group)
+    suites = totals(results, lambda r: suite_of(r.path))
+    out = ["# Upstream compatibility", "",
+           f"Measured {meta.get('date', '?')} against upstream commit `{meta.get('upstream_commit', '?')}` "
+           f"with `{meta.get('command', 'tools/upstream_compat.py')}` (per-file timeout "
+           f"{meta.get('timeout', '?')} s). Generated file: rerun the tool instead of editing it.", "",
+           "## Totals", "",
+           "| group | files | ran | verified | failed | out of scope | timeout | crashed | no test ran "
+           "| cases passed / run | cases verified |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for g in GROUPS:
+        if g not in groups:
+            continue
+        t = groups[g]
+        s = t.statuses
+        cases = f"{t.cases['passed']} / {t.case_total}" if t.case_total else "–"
+        out.append(f"| {GROUP_TITLES[g]} | {t.files} | {t.ran} | {t.verified} | {s['failed']} | "
+                   f"{s['out_of_scope']} | {s['timeout']} | {s['crashed']} | {s['skipped']} | {cases} | "
+                   f"{t.verified_cases if t.case_total else '–'} |")
+    out += ["", "A case is a test of a test file, or a sub-case of a script (a `test_*` function its main block "
+            "calls; scripts stop at their first failing case). A verified case passed and made at least one "
+            "numeric check, none failing."]
+    out += ["", "## Test-case pass rates", "",
+            "Pass rate = passed / (passed + failed + error + out of scope); the in-scope rate leaves the "
+            "out-of-scope cases out. Skipped cases (upstream's own skips and SoC filters) count in neither.", "",
+            "| suite | files | cases | passed | failed | error | out of scope | skipped | pass rate | in-scope rate |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in SUITES:
+        if name in suites:
+            t = suites[name]
+            c = t.cases
+            out.append(f"| {name} | {t.files} | {t.case_total} | {c['passed']} | {c['failed']} | {c['error']} | "
+                       f"{c['out_of_scope']} | {c['skipped']} | {_pct(t.pass_rate())} | "
+                       f"{_pct(t.pass_rate(in_scope_only=True))} |")
+    ranked = blockers(results)
+    out += ["", "## Blockers", "",
+            f"Causes of failure ranked by the files they stop (a file's first failure), then by the failing "
+            f"test cases they account for. Numbers in messages are blanked (`N`) so that one rule hit with "
+            f"different sizes groups together. Top {min(top, len(ranked))} of {len(ranked)}.", "",
+            "| # | cause | files | cases | example (upstream line -> our line) |", "|---:|---|---:|---:|---|"]
+    for i, b in enumerate(ranked[:top], 1):
+        where = b.example.location() if b.example else ""
+        example = where or (b.files[0] if b.files else "")
+        out.append(f"| {i} | {_cell(b.cause)} | {len(b.files)} | {b.cases} | {_cell(example, 120)} |")
+    out += ["", "## Per file", ""]
+    for g in GROUPS:
+        rows = sorted((r for r in results if r.group == g), key=lambda r: r.path)
+        if not rows:
+            continue
+        out += [f"### {GROUP_TITLES[g]}", "", "| file | status | s | checks | cases | first failure |",
+                "|---|---|---:|---:|---|---|"]
+        for r in rows:
+            checks = f"{r.checks}" + (f" ({r.check_failures} failed)" if r.check_failures else "")
+            failure = ""
+            if r.failure is not None:
+                failure = _cell(r.failure.headline(), 140) + (f" @ `{r.failure.location()}`" if r.failure.location() else "")
+            out.append(f"| {r.path} | {r.status} | {r.seconds:.0f} | {checks} | {_case_summary(r)} | {failure} |")
+        out.append("")
+    if notes:
+        out += [notes.rstrip(), ""]
+    return "\n".join(out)
+
+
+def status_counts(results: list[FileResult]) -> dict[str, int]:
+    counts = dict.fromkeys(STATUSES, 0)
+    for r in results:
+        counts[r.status] += 1
+    return counts

@@ -1,0 +1,114 @@
+"""Running the jobs: one child process per upstream file, in parallel, each with a time limit.
+
+The children run in a scratch copy of upstream's tree (the parts that run: ``examples``,
+``models``, ``python/tests``, the root ``pytest.ini`` / ``conftest.py``, and the Python helpers
+under ``framework/``), never in the
+checkout itself: upstream's tests write files (dumps, ``output/``) into their working
+directory, and the copy has no ``python/pypto``, so ``import pypto`` can only find ours.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Callable
+
+from .results import FileResult, classify
+from .selection import Job
+
+COPIED = ("examples", "models", "python/tests", "pytest.ini", "conftest.py")
+PYTHON_ONLY = ("framework",)  # upstream's tests import helpers from here (test_case_desc ...)
+CHILD = Path(__file__).with_name("child.py")
+
+
+def copy_upstream(upstream: Path, dest: Path) -> Path:
+    """Copy the parts of ``upstream`` that run into ``dest`` (created); of ``framework/`` only
+    the Python files, which upstream's tests import as helpers."""
+    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache", "output", "*.pyc")
+
+    def python_only(directory, names):
+        return [n for n in ignore(directory, names) or ()] + [
+            n for n in names if not n.endswith(".py") and not os.path.isdir(os.path.join(directory, n))]
+
+    for part in PYTHON_ONLY:
+        if (upstream / part).is_dir():
+            shutil.copytree(upstream / part, dest / part, ignore=python_only, symlinks=True)
+    for part in COPIED:
+        src = upstream / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=ignore, symlinks=True)
+        elif src.is_file():
+            (dest / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / part)
+    return dest
+
+
+def child_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    # no entry-point pytest plugins (nbval, playwright ... are ours, and slow to import)
+    env.update(TILE_FWK_DEVICE_ID="0", PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
+               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+               OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
+    return env
+
+
+def _tail(path: Path, lines: int = 1) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " / ".join(line.strip() for line in text[-lines:])[:300]
+
+
+def run_one(job: Job, root: Path, work: Path, timeout: float) -> FileResult:
+    """Run one job in ``root`` (the scratch copy); logs and the result JSON go to ``work``."""
+    stem = job.path.replace("/", "__")
+    result_path, log_path = work / f"{stem}.json", work / f"{stem}.log"
+    cmd = [sys.executable, str(CHILD), "--result", str(result_path), "--root", str(root), "--mode", job.mode,
+           str(root / job.path), "--", *job.args]
+    t0 = time.perf_counter()
+    timed_out = False
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=root, env=child_env(), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)  # the child's own session: it and whatever it started
+            returncode = proc.wait()
+    seconds = time.perf_counter() - t0
+    try:
+        raw = json.loads(result_path.read_text())
+    except (OSError, ValueError):
+        raw = None
+    return classify(job, raw, seconds=seconds, timed_out=timed_out, timeout=timeout, returncode=returncode,
+                    log_tail=_tail(log_path).replace(os.path.join(str(root), ""), ""))
+
+
+def run_all(jobs: list[Job], upstream: Path, *, workers: int, timeout: float, logs: Path | None = None,
+            progress: Callable[[int, int, FileResult], None] | None = None) -> list[FileResult]:
+    """Run every job (``workers`` at a time) in a scratch copy of ``upstream``."""
+    scratch = Path(tempfile.mkdtemp(prefix="pypto-compat-"))
+    try:
+        root = copy_upstream(upstream, scratch / "upstream")
+        work = logs or scratch / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        results: list[FileResult] = []
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = [pool.submit(run_one, job, root, work, timeout) for job in jobs]
+            for future in as_completed(futures):
+                results.append(future.result())
+                if progress:
+                    progress(len(results), len(jobs), results[-1])
+        return results
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

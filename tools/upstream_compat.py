@@ -1,0 +1,150 @@
+"""Run upstream PyPTO's own files, unmodified, against this package; write docs/COMPAT.md.
+
+    python tools/upstream_compat.py --upstream PATH [-j N] [--timeout S] [--groups examples models st ut]
+                                    [--only PATTERN] [--out docs/COMPAT.md] [--json docs/compat.json]
+
+Every file runs in its own process under ``pypto.emulate`` (NPU emulation), from a scratch copy
+of upstream's root. Examples and models run as scripts, ``python/tests`` files under pytest.
+The report counts which files ran, which passed upstream's own numeric checks, the test-case
+pass rates, and ranks the causes of failure. With ``--only`` (or a subset of ``--groups``) the
+files run replace their entries in the existing JSON (same upstream commit) and both reports
+are rendered from the merged set. See tools/compat/ for the parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from compat import checks, report, selection
+from compat.failures import OUT_OF_SCOPE, out_of_scope
+from compat.results import FileResult
+from compat.runner import run_all
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def upstream_commit(upstream: Path) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(upstream), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def notes(meta: dict, results: list[FileResult]) -> str:
+    def count(feature: str) -> str:
+        files = sum(r.out_of_scope == feature for r in results)
+        cases = sum(n for r in results for f, n in r.case_causes if out_of_scope(f) == feature)
+        return f"{files} files, {cases} test cases"
+
+    oos = "\n".join(f"- {name}: {count(name)}" for name in OUT_OF_SCOPE)
+    counted = ", ".join(f"`{n}`" for n in checks.described())
+    full = meta["full_run"]
+    rerun = f" (the last full run took {full['wall_minutes']} min at -j {full['workers']} on {full['date']})"
+    return f"""## Out of scope for now
+
+These need parts of upstream that this package does not aim to provide yet. A file or test case
+whose failure names one of them (in its message, or on the upstream line it was raised from) is
+counted as *out of scope*, not failed:
+
+{oos}
+
+`pypto.pil` / `pypto.ir` here mean upstream's C++ IR bindings (`pypto.pypto_impl.ir`) and the
+Python builders over them; this package's own `pypto.ir` is a different, pure-Python IR. Files
+under `pypto_pro` directories (the separate frontend) are not selected at all. The multi-NPU
+tests (`python/tests/st/operator/distributed`) select no test on one card (upstream's own
+`world_size` filter), so they show as "no test ran".
+
+## How the harness runs and counts
+
+- Rerun: `python tools/upstream_compat.py --upstream <checkout> -j 2`{rerun};
+  `--only PATTERN` reruns the matching files and merges them into this report; `--logs DIR` keeps
+  every file's output.
+- Selection. `examples/`: every `*.py` but `validate_examples.py` and `__init__.py`, run as a
+  script. `models/`: every `*.py` with an `if __name__ == "__main__":` block (the model tests and
+  runnable scripts, not the `*_impl.py` / `utils/` helpers), run as a script. Scripts that declare
+  `--run_mode` get `--run_mode npu`, as upstream's own example runner passes on an NPU (several
+  compare numbers only on that path). `python/tests/st` and `python/tests/ut`: every `test_*.py`
+  outside `pypto_pro`, run under pytest.
+- Each file runs in its own process (`tools/compat/child.py`) with `pypto.emulate` installed and
+  `TILE_FWK_DEVICE_ID=0`, in a scratch copy of upstream's root (examples, models, python/tests,
+  pytest.ini, conftest.py): upstream's `pytest.ini` and `conftest.py` files apply as in their CI,
+  nothing is written into the checkout, and `import pypto` can only find this package.
+- Script sub-cases (the `cases` column of scripts): the module-level `test_*` functions a script
+  defines are wrapped just before its `if __name__ == "__main__":` block runs, and each outermost
+  call is a case. Scripts stop at their first failing case, so later cases do not run.
+- Numeric checks counted, when called from upstream's own files: {counted}. `isclose` counts as
+  executed, never as failed; the hand-written `assert <x with diff/err in its name> < tol` of
+  scripts is counted through the same compile-time rewrite pytest uses for its assertions.
+- Statuses. **verified**: ran to completion without error (for a test file: every test that ran
+  passed) and at least one numeric check executed, none failing. **ran**: completed without
+  error, but no numeric check executed, or a check returned a mismatch that the file ignored
+  (shown as `CheckMismatch`). **failed**: an uncaught exception, a collection error or a failing
+  test (the first one is shown). **out_of_scope**: failed only for an out-of-scope feature.
+  **timeout** / **crashed**: killed at the time limit / died without a result. **skipped**: a test
+  file in which no test ran. The `ran` column counts ran and verified files.
+- Known blind spots: tensors are real CPU tensors, so code that inspects `t.device.type == "npu"`
+  (e.g. to read a storage format set by `torch_npu.npu_format_cast`) takes its host path.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--upstream", required=True, type=Path, help="upstream PyPTO checkout (read only)")
+    parser.add_argument("-j", "--jobs", type=int, default=2, help="processes in parallel (default 2)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per file (default 120)")
+    parser.add_argument("--groups", nargs="+", choices=selection.GROUPS, default=list(selection.GROUPS))
+    parser.add_argument("--only", nargs="+", metavar="PATTERN",
+                        help="run only files whose path contains one of these texts or matches one of these globs")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "COMPAT.md")
+    parser.add_argument("--json", type=Path, default=REPO / "docs" / "compat.json")
+    parser.add_argument("--logs", type=Path, help="keep each file's output and raw result here")
+    parser.add_argument("--top", type=int, default=30, help="blockers listed in the Markdown report")
+    opts = parser.parse_args(argv)
+
+    upstream = opts.upstream.resolve()
+    jobs = selection.select(upstream, opts.groups, opts.only)
+    if not jobs:
+        print("no upstream files selected", file=sys.stderr)
+        return 2
+    commit = upstream_commit(upstream)
+    print(f"running {len(jobs)} upstream files from {upstream} ({commit[:10]}), -j {opts.jobs}, "
+          f"timeout {opts.timeout:g} s", file=sys.stderr)
+
+    def progress(done: int, total: int, r: FileResult) -> None:
+        why = f"  {r.failure.headline()[:100]}" if r.failure and r.status != "verified" else ""
+        print(f"[{done}/{total}] {r.status:<12} {r.seconds:6.1f}s {r.path}{why}", file=sys.stderr, flush=True)
+
+    t0 = time.time()
+    results = run_all(jobs, upstream, workers=opts.jobs, timeout=opts.timeout, logs=opts.logs, progress=progress)
+    partial = bool(opts.only) or set(opts.groups) != set(selection.GROUPS)
+    full_run = {"date": datetime.date.today().isoformat(), "workers": opts.jobs,
+                "wall_minutes": round((time.time() - t0) / 60, 1)}
+    if partial and opts.json.exists():
+        previous = json.loads(opts.json.read_text())
+        if previous.get("upstream_commit") == commit:
+            ran = {r.path for r in results}
+            results += [FileResult.from_dict(d) for d in previous["files"] if d["path"] not in ran]
+            full_run = previous.get("full_run", full_run)
+    meta = {"date": datetime.date.today().isoformat(), "upstream_commit": commit, "partial": partial,
+            "command": "tools/upstream_compat.py" + (" (with a partial rerun merged)" if partial else ""),
+            "timeout": opts.timeout, "full_run": full_run}
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    opts.json.parent.mkdir(parents=True, exist_ok=True)
+    opts.json.write_text(json.dumps(report.to_json(results, meta), indent=1, ensure_ascii=False) + "\n")
+    opts.out.write_text(report.to_markdown(results, meta, notes(meta, results), top=opts.top))
+    counts = report.status_counts(results)
+    print("  ".join(f"{k}={v}" for k, v in counts.items()), file=sys.stderr)
+    print(f"wrote {opts.out} and {opts.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
