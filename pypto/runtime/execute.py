@@ -26,6 +26,7 @@ from .plan import Planner, levels, run_steps
 from .regions import RegionIndex
 
 PLAN_CACHE_SIZE = 16  # distinct size sets kept per compiled kernel
+REUSE_WORKSPACE_BYTES = 64 << 20  # a plan keeps its workspaces between calls up to this size
 
 
 class RunInfo:
@@ -39,11 +40,12 @@ class RunInfo:
 class CallPlan:
     """Everything about a call that depends only on the sizes."""
 
-    __slots__ = ("layout", "steps", "stream", "done", "returns", "final_env", "info")
+    __slots__ = ("layout", "steps", "stream", "done", "returns", "final_env", "info", "spare")
 
     def __init__(self, layout, steps, stream, done, returns, final_env, info):
         self.layout, self.steps, self.stream, self.done = layout, steps, stream, done
         self.returns, self.final_env, self.info = returns, final_env, info
+        self.spare = None  # the workspaces of the last call, reused by the next one (small plans)
 
 
 def _reads_elements(lowered) -> bool:
@@ -163,8 +165,12 @@ class LoweredExecutor:
                 self._plans.popitem(last=False)
         else:
             self._plans.move_to_end(key)
-        work = list(tensors) + plan.layout.allocate()
+        slabs, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
+        slabs = plan.layout.refill(slabs) if slabs is not None else plan.layout.allocate()
+        work = list(tensors) + slabs
         run_steps(plan.steps, work)
+        if plan.layout.nbytes <= REUSE_WORKSPACE_BYTES:  # fresh pages cost more than a zero fill
+            plan.spare = slabs
         memory = Memory(plan.layout, work)
         self.last = (plan.done, plan.info)
         self.last_stream = plan.stream

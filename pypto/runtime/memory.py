@@ -113,6 +113,17 @@ class Layout:
         self._pending.clear()
         self._written.clear()
 
+    @property
+    def nbytes(self) -> int:
+        return sum(math.prod(shape) * dtype.itemsize for shape, dtype in self.slabs)
+
+    def refill(self, slabs: list) -> list:
+        """The slabs of a previous call made ready for another: zeroed where they must start at 0."""
+        for t, z in zip(slabs, self.zeroed):
+            if z:
+                t.zero_()
+        return slabs
+
     def allocate(self) -> list:
         """Fresh slabs for one call: zeroed where the program may read what it did not write."""
         return [(torch.zeros if z else torch.empty)(shape, dtype=dtype) for (shape, dtype), z in
