@@ -12,10 +12,12 @@ from .enums import CastMode, PrecisionType, SaturationMode, TileOpFormat
 from .errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError, DTypeError,
                      KernelRuntimeError, KernelSyntaxError, OptionError, PyptoError, ShapeError,
                      UnsupportedDTypeError)
+from .frontend.recording import function
+from .frontend.host_tensor import from_torch
 from .frontend.control import (cond, get_cube_tile_shapes, get_vec_tile_shapes, is_loop_begin, is_loop_end, loop,
                                loop_unroll, set_cube_tile_shapes, set_vec_tile_shapes)
 from .frontend.jit import JitFunction, jit
-from .frontend.scalar import SymbolicScalar, ceildiv
+from .frontend.scalar import SymbolicScalar, SymInt, ceildiv
 from .frontend.scalar import sym_max as max  # noqa: A001 - upstream names
 from .frontend.scalar import sym_min as min  # noqa: A001
 from .frontend.signature import DYN, DYNAMIC, STATIC, StatusType
@@ -28,7 +30,9 @@ from .options import (CompStage, RunMode, get_codegen_options, get_debug_options
                       set_runtime_options, set_verify_options)
 from .record import CacheInfo, CompiledKernel, PassSnapshot, RunRecord
 from .runtime.machine import MachineModel, current_machine as get_machine, set_machine
+from . import error, runtime  # noqa: E402 - upstream's pypto.error and pypto.runtime._device_* names
 
 tensor = Tensor  # upstream spells the local-tensor constructor ``pypto.tensor``
+symbolic_scalar = SymbolicScalar
 
 __version__ = "0.1.0"

@@ -124,7 +124,18 @@ class ConstSpec:
     default: object  # inspect.Parameter.empty when required
 
 
-def parse_annotation(ann: TensorAnnotation, param: str, index: int, loc: SourceLoc | None) -> TensorSpec:
+def as_annotation(obj) -> TensorAnnotation | None:
+    """``obj`` as a tensor annotation: ``pypto.Tensor[...]`` is one; ``pypto.Tensor(shape, dtype)``
+    made outside a kernel is a declared tensor that also serves as one; anything else is None."""
+    if isinstance(obj, TensorAnnotation):
+        return obj
+    from .host_tensor import HostTensor
+
+    return obj.annotation() if isinstance(obj, HostTensor) else None
+
+
+def parse_annotation(ann, param: str, index: int, loc: SourceLoc | None) -> TensorSpec:
+    ann = as_annotation(ann)
     dtype = ann.dtype
     if dtype is not None:
         if not isinstance(dtype, DType):
@@ -204,8 +215,8 @@ class Signature:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise AnnotationError(f"kernel parameter '{name}' uses *args/**kwargs",
                                       expected="named parameters", got=str(p), param=name, loc=loc)
-            ann = p.annotation
-            if isinstance(ann, TensorAnnotation):
+            ann = as_annotation(p.annotation)
+            if ann is not None:
                 if self.consts:
                     raise AnnotationError(
                         f"tensor parameter '{name}' comes after non-tensor parameter "

@@ -21,10 +21,12 @@ def _ops():
 
 
 class Tensor:
-    """A tensor inside a ``@pypto.jit`` kernel (also ``pypto.tensor``).
+    """A tensor inside a ``@pypto.jit`` kernel or a ``pypto.function`` (also ``pypto.tensor``).
 
-    ``pypto.Tensor(shape, dtype)`` outside a kernel is a signature annotation; inside a kernel it
-    declares a local tensor (zero-filled here; upstream leaves it uninitialised).
+    ``pypto.Tensor(shape, dtype, name)`` outside a kernel declares a tensor (see `host_tensor`):
+    a signature annotation, or an argument of ``pypto.function``. Inside a kernel it declares a
+    local tensor (zero-filled here; upstream leaves it uninitialised); ``pypto.tensor()`` with no
+    arguments there is an empty handle that ``.move(x)`` makes refer to ``x``.
     """
 
     __slots__ = ("_value",)
@@ -33,8 +35,19 @@ class Tensor:
         from .builder import current
 
         if current() is None:
-            return TensorAnnotation(shape, dtype, name, format)
+            from .host_tensor import declare
+
+            return declare(shape, dtype, name, format)
+        if shape is None and dtype is None:
+            return object.__new__(cls)  # the empty handle: no value until .move()
         return _ops().tensor(shape, dtype, name)
+
+    def __getattr__(self, attr):
+        if attr == "_value":  # only reached when the slot is unset: the empty pypto.tensor()
+            raise KernelSyntaxError("this tensor was made by pypto.tensor() without a shape and is still empty",
+                                    expected="t.move(x) before using t", got="a use of the empty tensor",
+                                    loc=user_loc(2))
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     def __class_getitem__(cls, item):
         return TensorAnnotation.from_brackets(item)
@@ -197,8 +210,17 @@ class Tensor:
     def triu_(self, diagonal=0): return _ops().triu_(self, diagonal)
 
     def move(self, other: "Tensor") -> "Tensor":
-        """Write ``other`` over the whole of this tensor (``t[:] = other``)."""
-        _ops().assemble(other, [0] * self.dim, self)
+        """Make this tensor hold ``other``, as upstream: a kernel argument (a parameter, or a
+        ``pypto.function`` argument) gets ``other`` written over the whole of it (``t[:] = other``);
+        any other tensor (a view, a local, an op result, the empty ``pypto.tensor()``) becomes a
+        handle on ``other`` itself, so nothing is written into what it was a view of."""
+        if not isinstance(other, Tensor):
+            raise KernelSyntaxError("Tensor.move needs a tensor", expected="a pypto Tensor",
+                                    got=type(other).__name__, loc=user_loc(2))
+        if not _is_empty_handle(self) and self._value.kind == "param":
+            _ops().assemble(other, [0] * self.dim, self)
+        else:
+            _value_slot.__set__(self, other._value)
         return self
 
     # ---- indexing ------------------------------------------------------------------------------
@@ -269,6 +291,19 @@ class Tensor:
         if drops:
             src = _ops().unsqueeze_dims(src, drops, sizes)
         _ops().assemble(src, offsets, self)
+
+
+_value_slot = Tensor.__dict__["_value"]
+
+
+def _is_empty_handle(t: Tensor) -> bool:
+    if type(t) is not Tensor:  # a declared tensor outside its function is not a handle to fill
+        return False
+    try:
+        _value_slot.__get__(t, Tensor)
+    except AttributeError:
+        return True
+    return False
 
 
 def _is_gather_key(key) -> bool:
