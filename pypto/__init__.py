@@ -32,7 +32,9 @@ from .record import CacheInfo, CompiledKernel, PassSnapshot, RunRecord
 from .runtime.machine import MachineModel, current_machine as get_machine, set_machine
 from . import error, runtime  # noqa: E402 - upstream's pypto.error and pypto.runtime._device_* names
 
+from . import symbolic_scalar as _symbolic_scalar_module  # noqa: E402,F401 - `from pypto.symbolic_scalar import`
+
 tensor = Tensor  # upstream spells the local-tensor constructor ``pypto.tensor``
-symbolic_scalar = SymbolicScalar
+symbolic_scalar = SymbolicScalar  # the class, as upstream (the module stays importable by name)
 
 __version__ = "0.1.0"

@@ -193,6 +193,26 @@ class Tensor:
     def cumsum(self, dim): return _ops().cumsum(self, dim)
     def cumprod(self, dim): return _ops().cumprod(self, dim)
     def assemble(self, offsets, dst): return _ops().assemble(self, offsets, dst)
+    # issue 9: upstream's remaining op methods
+    def greater(self, o): return _ops().greater(self, o)
+    def copysign(self, o): return _ops().copysign(self, o)
+    def fillpad(self, mode="constant", value=0): return _ops().fillpad(self, mode, value)
+    def gathermask(self, pattern_mode): return _ops().gathermask(self, pattern_mode)
+
+    def fill_(self, value) -> "Tensor":
+        """Make this tensor hold ``value`` everywhere (``move`` of a ``pypto.full``)."""
+        return self.move(_ops().full(list(self._value.shape), value, self.dtype))
+
+    def is_empty(self) -> bool:
+        """True for the empty ``pypto.tensor()`` handle (before a ``move`` gives it a value)."""
+        return _is_empty_handle(self)
+
+    @property
+    def format(self):
+        """The layout: ``TileOpFormat.TILEOP_ND`` (traced tensors are always ND here)."""
+        from ..enums import TileOpFormat
+
+        return TileOpFormat.TILEOP_ND
     # indexing.py / layout.py (upstream's Tensor methods)
     def gather(self, dim, index): return _ops().gather(self, dim, index)
     def index_add(self, dim, index, source, *, alpha=1): return _ops().index_add(self, dim, index, source, alpha=alpha)
@@ -218,6 +238,10 @@ class Tensor:
             raise KernelSyntaxError("Tensor.move needs a tensor", expected="a pypto Tensor",
                                     got=type(other).__name__, loc=user_loc(2))
         if not _is_empty_handle(self) and self._value.kind == "param":
+            if other.dim != self.dim and _squeezed(other._value.shape) is not None \
+                    and _squeezed(other._value.shape) == _squeezed(self._value.shape):
+                # e.g. a full reduction (rank 0) into a [1] argument: the same elements, as upstream
+                other = _ops().reshape(other, list(self._value.shape))
             _ops().assemble(other, [0] * self.dim, self)
         else:
             _value_slot.__set__(self, other._value)
@@ -294,6 +318,13 @@ class Tensor:
 
 
 _value_slot = Tensor.__dict__["_value"]
+
+
+def _squeezed(shape) -> tuple | None:
+    """The static sizes other than 1 (None when a size is symbolic)."""
+    if not all(isinstance(d, int) for d in shape):
+        return None
+    return tuple(d for d in shape if d != 1)
 
 
 def _is_empty_handle(t: Tensor) -> bool:

@@ -291,6 +291,30 @@ def expand_clone(input, shape, *, valid_shape=None):
                 {"shape": target, "valid": valid, "bdims": bdims})
 
 
+def expand(input, shape):
+    """Broadcast ``input`` to ``shape`` (torch's ``expand``, materialised): size-1 dims grow to the
+    target size, ``-1`` keeps a dim's size, and extra leading dims are added in front."""
+    tensor_arg(input, "expand", "input")
+    v = input._value
+    if isinstance(shape, (int, SymbolicScalar)):
+        shape = [shape]
+    if not isinstance(shape, (list, tuple)) or len(shape) < v.rank:
+        raise ShapeError("pypto.expand: 'shape' must have at least the input's rank",
+                         expected=f"a list of >= {v.rank} sizes", got=repr(shape), param="shape", loc=loc())
+    lead = len(shape) - v.rank
+    target = []
+    for d, s in enumerate(shape):
+        if isinstance(s, int) and not isinstance(s, bool) and s == -1:
+            if d < lead:
+                raise ShapeError(f"pypto.expand: -1 in new leading dim {d}", expected="a size for a new dim",
+                                 got=list(shape), param="shape", loc=loc())
+            s = input.shape[d - lead]
+        target.append(s)
+    if lead:
+        input = unsqueeze_dims(input, tuple(range(lead)), [1] * lead + list(v.shape))
+    return expand_clone(input, target)
+
+
 @register("expand_clone", kind="vector")
 def _expand_clone(ins, attrs, ev):
     """Broadcast and copy."""
