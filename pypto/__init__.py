@@ -8,7 +8,7 @@ and inspect every stage with ``kernel.inspect(...)``, ``kernel.cache_info()`` an
 from . import frontend
 from .dtypes import *  # noqa: F401,F403 - DT_* names
 from .dtypes import DataType, DType, bytes_of
-from .enums import CastMode, PrecisionType, SaturationMode, TileOpFormat
+from .enums import *  # noqa: F401,F403 - CastMode, TileOpFormat, OpType, ROUND_UP ...
 from .errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError, DTypeError,
                      KernelRuntimeError, KernelSyntaxError, OptionError, PyptoError, ShapeError,
                      UnsupportedDTypeError)
