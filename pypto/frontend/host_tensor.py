@@ -93,6 +93,20 @@ class HostTensor(Tensor):
                 got=f"a tensor declared outside ({self._describe()})", loc=user_loc(2))
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
+    def move(self, other: Tensor) -> "HostTensor":
+        """Inside a function whose argument this is: write ``other`` over it. A declared tensor that
+        is not an argument becomes a handle on ``other`` until the recording ends (as upstream)."""
+        if self._bound_value() is None:
+            from .builder import require
+
+            tracer = require("Tensor.move")
+            if not isinstance(other, Tensor):
+                raise KernelSyntaxError("Tensor.move needs a tensor", got=type(other).__name__, loc=user_loc(2))
+            self._bind(other._value)
+            tracer.host_bindings.append(self)
+            return self
+        return super().move(other)
+
     # ---- what it declares ------------------------------------------------------------------------
     def dynamic_symbol(self, dim: int) -> str:
         """The name of the runtime size of dim ``dim`` (a dim declared -1 or DYNAMIC)."""

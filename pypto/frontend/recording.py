@@ -34,6 +34,13 @@ from .control import global_tiles
 from .host_tensor import HostTensor
 
 
+class Controller:
+    """Recording state of ``pypto.function`` (upstream ``pypto._controller.Controller``):
+    ``in_function`` is True while a function body is being recorded."""
+
+    in_function = False
+
+
 class FunctionRecording:
     """What ``with pypto.function(name, *tensors) as f`` gives: iterate it (``for _ in f:``) to
     trace the body once per control-flow path; without iterating, the body is one path."""
@@ -136,7 +143,7 @@ class RecordedFunction:
 
 class function:  # noqa: N801 - upstream spells it pypto.function
     """``with pypto.function(name, *tensors):`` records a kernel over declared tensors (see the
-    module docstring). On a clean exit the function is compiled and becomes the one the device
+    module docstring); a list of tensors counts as its elements. On a clean exit the function is compiled and becomes the one the device
     runs (``pypto.runtime._device_run_once_data_from_host``)."""
 
     def __init__(self, name: str, *args):
@@ -144,7 +151,8 @@ class function:  # noqa: N801 - upstream spells it pypto.function
         if not isinstance(name, str):
             raise ArgumentTypeError("pypto.function: 'name' must be a str", got=repr(name), param="name", loc=loc)
         tensors = []
-        for i, a in enumerate(args):
+        flat = [t for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))]  # upstream allows lists
+        for i, a in enumerate(flat):
             if not isinstance(a, HostTensor):
                 raise ArgumentTypeError(
                     f"argument {i + 1} of pypto.function '{name}' is not a declared tensor",
@@ -161,9 +169,11 @@ class function:  # noqa: N801 - upstream spells it pypto.function
     def __enter__(self) -> FunctionRecording:
         self._t0 = time.perf_counter()
         self._recording.begin()
+        Controller.in_function = True
         return self._recording
 
     def __exit__(self, kind, exc, tb):
+        Controller.in_function = False
         rec = self._recording
         if exc is not None:
             rec.finish_abort()

@@ -192,7 +192,9 @@ class Tensor:
     def var(self, dim=None, *, correction=1, keepdim=False): return _ops().var(self, dim, correction, keepdim)
     def cumsum(self, dim): return _ops().cumsum(self, dim)
     def cumprod(self, dim): return _ops().cumprod(self, dim)
-    def assemble(self, offsets, dst): return _ops().assemble(self, offsets, dst)
+    def assemble(self, input, offsets):
+        """Write ``input`` into this tensor at ``offsets`` (upstream's ``dst.assemble(src, offsets)``)."""
+        _ops().assemble(input, offsets, self)
     # issue 9: upstream's remaining op methods
     def greater(self, o): return _ops().greater(self, o)
     def copysign(self, o): return _ops().copysign(self, o)

@@ -46,6 +46,10 @@ def view(input, shape, offsets, *, valid_shape=None, dtype=None):
         if len(valid) != v.rank:
             raise ShapeError("pypto.view: 'valid_shape' must have one entry per dim",
                              expected=f"{v.rank} entries", got=len(valid), param="valid_shape", loc=loc())
+        for d, (vs, s) in enumerate(zip(valid, shape)):
+            if isinstance(vs, int) and isinstance(s, int) and vs > s:
+                raise ShapeError(f"pypto.view: 'valid_shape' exceeds the view's shape in dim {d}",
+                                 expected=f"valid_shape[{d}] <= {s}", got=vs, param="valid_shape", loc=loc())
     else:
         valid = tuple(E.clamp_extent(pv, o, s) for pv, o, s in zip(v.valid_shape, offs, shape))
     attrs = {"shape": shape, "offsets": offs, "valid": valid if valid_shape is not None else None}
