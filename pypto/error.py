@@ -15,3 +15,27 @@ from .errors import (FeError, ParserError, PassError, PyptoError, PyptoGeneralEr
 
 __all__ = ["PyptoError", "PyptoGeneralError", "FeError", "PyptoRtError", "PassError", "VerifyError",
            "ParserError", "RenderedParserError", "error_code"]
+
+
+def _catch_and_wrap_error(operation_name: str):
+    """Decorator: an exception that is not a PyptoError leaving the function becomes a
+    :class:`PyptoGeneralError` saying ``Failed to <operation_name> '<function>'`` (upstream's helper;
+    a PyptoError passes through unchanged, an existing ``ErrCode`` is kept)."""
+    import functools
+
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            try:
+                return func(*args, **kwargs)
+            except PyptoError:
+                raise
+            except Exception as e:  # noqa: BLE001 - every other error is wrapped, with its cause kept
+                name = getattr(args[0], "__name__", func.__name__) if args else func.__name__
+                text = f"Failed to {operation_name} '{name}'.\n{e}"
+                wrapped = PyptoGeneralError(text if "ErrCode" in str(e) else type(e)(text))
+                raise wrapped.with_traceback(e.__traceback__) from None
+
+        return wrapper
+
+    return decorate

@@ -171,7 +171,7 @@ class ArgumentValueError(FeError, ValueError):
     """A kernel argument whose shape or value does not match its annotation or signature."""
 
 
-class AnnotationError(FeError, TypeError):
+class AnnotationError(FeError, ParserError, TypeError):
     """A kernel signature annotation that pypto cannot understand."""
 
 
@@ -179,7 +179,7 @@ class OptionError(PyptoError, ValueError):
     """An unknown option, or a value out of the option's type or range."""
 
 
-class KernelSyntaxError(FeError, ValueError):
+class KernelSyntaxError(FeError, ParserError, ValueError):
     """Kernel code that the PyPTO language does not allow (for example ``break`` in pypto.loop)."""
 
 

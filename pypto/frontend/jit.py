@@ -197,7 +197,7 @@ class JitFunction:
     def _compile(self, key, sig, tensors, dtypes, consts, opts) -> CacheEntry:
         t0 = time.perf_counter()
         if self._loop_names is None:
-            self._loop_names = check_source(self.fn)
+            self._loop_names = check_source(self.fn, [t.param for t in sig.tensors])
         program, returns = trace(self.fn, self.fn.__name__, sig.tensors, tensors, dtypes, consts,
                                  (key[3][0], key[3][1]), self._loop_names, self.loc)
         t1 = time.perf_counter()

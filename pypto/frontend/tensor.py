@@ -66,7 +66,8 @@ class Tensor:
 
     @property
     def valid_shape(self) -> list:
-        return [SymbolicScalar.wrap(d) if isinstance(d, E.Expr) else d for d in self._value.valid_shape]
+        """One SymbolicScalar per dim (constant ones too, as upstream: ``.concrete()`` works)."""
+        return [SymbolicScalar(d) for d in self._value.valid_shape]
 
     @property
     def dtype(self):
