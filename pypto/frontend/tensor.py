@@ -241,11 +241,7 @@ class Tensor:
             raise KernelSyntaxError("Tensor.move needs a tensor", expected="a pypto Tensor",
                                     got=type(other).__name__, loc=user_loc(2))
         if not _is_empty_handle(self) and self._value.kind == "param":
-            if other.dim != self.dim and _squeezed(other._value.shape) is not None \
-                    and _squeezed(other._value.shape) == _squeezed(self._value.shape):
-                # e.g. a full reduction (rank 0) into a [1] argument: the same elements, as upstream
-                other = _ops().reshape(other, list(self._value.shape))
-            _ops().assemble(other, [0] * self.dim, self)
+            _ops().assemble(_fit_rank(other, self), [0] * self.dim, self)
         else:
             _value_slot.__set__(self, other._value)
         return self
@@ -307,7 +303,7 @@ class Tensor:
             _ops().scatter_(self, key.start, key.stop, src)
             return
         if isinstance(key, slice) and key == slice(None) and self.dim > 0:
-            _ops().assemble(src, [0] * self.dim, self)
+            _ops().assemble(_fit_rank(src, self), [0] * self.dim, self)
             return
         offsets, sizes, drops = self._index(key)
         if not isinstance(src, Tensor):
@@ -321,6 +317,16 @@ class Tensor:
 
 
 _value_slot = Tensor.__dict__["_value"]
+
+
+def _fit_rank(src, dst: Tensor):
+    """``src`` reshaped to ``dst``'s rank when the two differ only in size-1 dims (a full reduction,
+    rank 0, written into a [1] tensor, say): the same elements, as upstream accepts."""
+    if isinstance(src, Tensor) and src.dim != dst.dim:
+        a, b = _squeezed(src._value.shape), _squeezed(dst._value.shape)
+        if a is not None and a == b:
+            return _ops().reshape(src, list(dst._value.shape))
+    return src
 
 
 def _squeezed(shape) -> tuple | None:
