@@ -28,6 +28,7 @@ from ..passes.pipeline import lower
 from ..runtime.execute import LoweredExecutor
 from ..runtime.verify import verify
 from .checks import check_source
+from .host_tensor import HostTensor
 from .control import global_tiles
 from ..runtime.machine import current_machine
 from .signature import Signature
@@ -359,6 +360,8 @@ def _bind_tensors(sig: Signature, raw: list, loc):
         if not isinstance(t, _torch.Tensor):
             if type(t).__module__ == "numpy" and hasattr(t, "__array_interface__"):
                 t = _torch.from_numpy(t)
+            elif isinstance(t, HostTensor) and t.data is not None:  # pypto.from_torch(x): x itself
+                t = t.data
             else:
                 raise ArgumentTypeError(f"tensor argument '{spec.param}' ({_ordinal(n)} tensor) is not a tensor",
                                         expected="a CPU torch.Tensor (or numpy array)",
