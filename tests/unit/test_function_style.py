@@ -17,10 +17,14 @@ I32, F32 = pypto.DT_INT32, pypto.DT_FP32
 
 @pytest.fixture(autouse=True)
 def device():
+    from pypto.frontend import control
+
+    tiles = dict(control._global_tiles)  # the runner pattern sets tile shapes outside any kernel
     pypto.runtime._device_init()
     yield
     pypto.runtime._device_fini()
     pypto._controller.reset()
+    control._global_tiles.update(tiles)
 
 
 def run(*torch_tensors):
