@@ -2,8 +2,9 @@
 
 The AST tells what tracing cannot: a ``break``/``continue``/``return`` inside ``pypto.loop``
 (tracing would silently cut the loop body short), an assignment to a tensor parameter's name
-(``out = a + b`` rebinds the local name and writes nothing into ``out``: upstream rejects it too),
-and the variable name of each loop's index, which becomes the readable name of its symbol in the
+(``out = a + b`` rebinds the local name and writes nothing into ``out``; upstream rejects it when
+the statement runs, so statements under a Python ``if``/``while``/``try``, which may never run,
+are not flagged), and the variable name of each loop's index, which becomes the readable name of its symbol in the
 printed graph.
 """
 
@@ -38,6 +39,7 @@ class _Checker(ast.NodeVisitor):
     def __init__(self, filename: str, line_offset: int, fn_name: str, tensor_params=()):
         self.filename, self.offset, self.fn_name = filename, line_offset, fn_name
         self.tensor_params = frozenset(tensor_params)
+        self.conditional = 0  # statements under a Python if / while / try may never run
         self.loop_names: dict = {}
         self.depth = 0  # pypto.loop nesting
         self.py_loops = 0  # Python loops nested inside the innermost pypto.loop
@@ -67,8 +69,20 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
         self.py_loops -= 1
 
-    visit_While = _python_loop
+    def visit_While(self, node):
+        self.conditional += 1
+        self._python_loop(node)
+        self.conditional -= 1
+
     visit_AsyncFor = _python_loop
+
+    def _maybe_runs(self, node):
+        self.conditional += 1
+        self.generic_visit(node)
+        self.conditional -= 1
+
+    visit_If = _maybe_runs
+    visit_Try = _maybe_runs
 
     def _jump(self, node, word):
         if self.depth and not self.py_loops:
@@ -94,6 +108,8 @@ class _Checker(ast.NodeVisitor):
                                     loc=self.loc(node))
 
     def _assigned(self, target, node):
+        if self.conditional:
+            return
         names = [target] if isinstance(target, ast.Name) else \
             [t for t in ast.walk(target) if isinstance(t, ast.Name)] if isinstance(target, (ast.Tuple, ast.List)) else []
         for t in names:

@@ -93,6 +93,9 @@ class HostTensor(Tensor):
                 got=f"a tensor declared outside ({self._describe()})", loc=user_loc(2))
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
+    def _holds_nothing(self) -> bool:
+        return self._bound_value() is None
+
     def move(self, other: Tensor) -> "HostTensor":
         """Inside a function whose argument this is: write ``other`` over it. A declared tensor that
         is not an argument becomes a handle on ``other`` until the recording ends (as upstream)."""

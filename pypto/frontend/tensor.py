@@ -206,6 +206,10 @@ class Tensor:
         """Make this tensor hold ``value`` everywhere (``move`` of a ``pypto.full``)."""
         return self.move(_ops().full(list(self._value.shape), value, self.dtype))
 
+    def _holds_nothing(self) -> bool:
+        """True for the empty ``pypto.tensor()`` handle (``HostTensor`` adds: declared, not bound)."""
+        return _is_empty_handle(self)
+
     def is_empty(self) -> bool:
         """True for the empty ``pypto.tensor()`` handle (before a ``move`` gives it a value)."""
         return _is_empty_handle(self)
@@ -302,6 +306,9 @@ class Tensor:
         if _is_gather_key(key):  # t[dim:index] = src is scatter_(t, dim, index, src), as upstream
             _ops().scatter_(self, key.start, key.stop, src)
             return
+        if _is_full_key(key) and self._holds_nothing():  # upstream: t[:] = x is t.move(x)
+            self.move(src)
+            return
         if isinstance(key, slice) and key == slice(None) and self.dim > 0:
             _ops().assemble(_fit_rank(src, self), [0] * self.dim, self)
             return
@@ -344,6 +351,12 @@ def _is_empty_handle(t: Tensor) -> bool:
     except AttributeError:
         return True
     return False
+
+
+def _is_full_key(key) -> bool:
+    """``t[:]``, ``t[:, :]`` ...: every entry a bare ``:``."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return bool(keys) and all(isinstance(k, slice) and k == slice(None) for k in keys)
 
 
 def _is_gather_key(key) -> bool:

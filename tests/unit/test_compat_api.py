@@ -291,3 +291,17 @@ def test_reassigning_a_tensor_parameter_is_an_error():
 
     with pytest.raises(pypto.KernelSyntaxError, match="'c' cannot be reassigned"):
         augmented(torch.zeros(4, 4), torch.zeros(4, 4))
+
+    mode = "move"
+
+    @pypto.jit
+    def dead_branch(a: pypto.Tensor([4, 4], pypto.DT_FP32), c: pypto.Tensor([4, 4], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        if mode == "move":
+            c.move(a + 1)
+        else:
+            c = a + 1  # noqa: F841 - never runs: upstream only rejects reassignments that run
+
+    a, c = torch.randn(4, 4), torch.zeros(4, 4)
+    dead_branch(a, c)
+    assert torch.allclose(c, a + 1)

@@ -168,6 +168,21 @@ def test_move_into_a_non_argument_declares_a_handle():
     assert torch.allclose(y, (x + 1) * 2)
 
 
+def test_full_slice_assignment_fills_an_empty_handle():
+    a = pypto.tensor((8, 8), F32, "a")
+    b = pypto.tensor((8, 8), F32, "b")
+    c = pypto.tensor((8, 8), F32, "c")  # not an argument
+    with pypto.function("FILL", a, b):
+        pypto.set_vec_tile_shapes(8, 8)
+        t = pypto.tensor()
+        t[:] = a * 3  # upstream: t[:] = x on an empty handle is t.move(x)
+        c[:, :] = t + 1
+        b[:] = c
+    x, y = torch.randn(8, 8), torch.zeros(8, 8)
+    run(x, y)
+    assert torch.allclose(y, x * 3 + 1)
+
+
 def test_empty_tensor_handle_must_be_filled_first():
     a = pypto.tensor((8, 8), F32, "a")
     with pytest.raises(pypto.KernelSyntaxError, match="still empty"):
