@@ -14,6 +14,7 @@ arguments, and ``@pypto.jit`` kernels accept them in place of torch tensors.
 from __future__ import annotations
 
 import itertools
+import weakref
 
 from ..dtypes import ALL_DTYPES, DType
 from ..enums import TileOpFormat
@@ -25,6 +26,9 @@ from .tensor import Tensor
 
 _value_slot = Tensor.__dict__["_value"]  # the raw slot: reading it never falls back to __getattr__
 _unnamed = itertools.count(1)
+# live declared tensors by the prefix of their runtime-size symbols: two tensors that share a name
+# must not share a runtime size by accident
+_symbol_owners: "weakref.WeakValueDictionary[str, HostTensor]" = weakref.WeakValueDictionary()
 
 
 def _dtype_named(torch_name: str):
@@ -45,7 +49,7 @@ class HostTensor(Tensor):
     """A tensor declared outside any kernel (``pypto.tensor(shape, dtype, name)``) or wrapping host
     data (``pypto.from_torch``). Inside ``pypto.function`` it stands for the function argument."""
 
-    __slots__ = ("_dims", "_dtype", "_name", "_format", "_data", "_ori_shape", "_symbol_prefix")
+    __slots__ = ("_dims", "_dtype", "_name", "_format", "_data", "_ori_shape", "_symbol_prefix", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
@@ -62,7 +66,11 @@ class HostTensor(Tensor):
         t._format = TileOpFormat.TILEOP_ND if format is None else format
         t._data = data
         t._ori_shape = ori_shape
-        t._symbol_prefix = name if name and name.isidentifier() else f"tensor{next(_unnamed)}"
+        prefix = name if name and name.isidentifier() else "tensor"
+        if prefix in _symbol_owners or prefix == "tensor":
+            prefix = f"{prefix}_{next(_unnamed)}"
+        t._symbol_prefix = prefix
+        _symbol_owners[prefix] = t
         return t
 
     # ---- binding to a function being recorded ----------------------------------------------------

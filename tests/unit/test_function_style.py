@@ -61,6 +61,8 @@ def test_declared_tensor_properties():
     with pytest.raises(ValueError):  # a runtime size cannot be compared outside a kernel
         assert b.shape == [-1, 32]
     assert pypto.tensor([4, 4], F32).name == ""
+    twin = pypto.tensor([-1, 32], F32, "b")  # same name, its own runtime size
+    assert str(twin.shape[0]) != str(b.shape[0])
 
 
 def test_a_declared_tensor_is_still_a_signature_annotation():
