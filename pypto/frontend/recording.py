@@ -28,7 +28,7 @@ from .. import options as _options
 from ..errors import ArgumentTypeError, FeError, KernelSyntaxError, PyptoError, user_loc
 from ..ir import expr as E
 from ..ir.graph import Program, TensorParam
-from .builder import PathExplorer, Tracer
+from .builder import PathExplorer, Tracer, current
 from .compile import compile_program
 from .control import global_tiles
 from .host_tensor import HostTensor
@@ -56,6 +56,10 @@ class FunctionRecording:
 
     # ---- recording -------------------------------------------------------------------------------
     def begin(self) -> None:
+        if current() is not None:
+            raise KernelSyntaxError(f"pypto.function '{self.name}' is recorded inside another kernel or function",
+                                    expected="pypto.function at the top level of the host program",
+                                    got=f"inside '{current().kernel_name}'", loc=self.loc)
         self.tracer.vec_tile, self.tracer.cube_tile = global_tiles()
         self.tracer.__enter__()
         try:
@@ -95,7 +99,7 @@ class FunctionRecording:
         self.tracer.push_block(self._inline)  # the (empty) rest of the with body
 
     def finish(self):
-        """End the recording: the traced program (compile it with `compile`)."""
+        """End the recording: the traced program (the caller compiles it)."""
         block = self.tracer.pop_block(self._inline)
         if self._inline.finish(block):
             cond, _, where = self._inline.paths[0][0][0]
@@ -111,7 +115,7 @@ class FunctionRecording:
         symbols = []
         for t in self.tensors:
             for d in t.declared_dims():
-                if hasattr(d, "name") and d.name not in symbols:
+                if isinstance(d, E.Sym) and d.name not in symbols:
                     symbols.append(d.name)
         self.finish_abort()
         return Program(self.name, tuple(self.params), (), region, tuple(symbols), self.loc)

@@ -279,6 +279,11 @@ def test_function_argument_errors():
     with pytest.raises(pypto.ArgumentValueError, match="cannot be a function argument"):
         with pypto.function("F", pypto.tensor([pypto.STATIC, 4], F32, "s")):
             pass
+    inner = pypto.tensor((2,), F32, "i")
+    with pytest.raises(pypto.KernelSyntaxError, match="recorded inside another kernel or function"):
+        with pypto.function("OUTER", a):
+            with pypto.function("INNER", inner):
+                pass
     c = pypto.tensor((8, 8), F32, "c")
     with pytest.raises(pypto.KernelSyntaxError, match="'c' is used in the body of 'F'.*not one of its arguments"):
         with pypto.function("F", a):
