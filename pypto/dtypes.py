@@ -25,7 +25,8 @@ class DType:
     def __repr__(self) -> str:
         return f"pypto.{self.name}"
 
-    __str__ = __repr__
+    def __str__(self) -> str:  # as upstream's enum prints
+        return f"DataType.{self.name}"
 
     @property
     def is_float(self) -> bool:
@@ -138,9 +139,15 @@ def from_numpy(np_dtype, *, param: str | None = None) -> DType:
     return from_torch(name, param=param)
 
 
-def bytes_of(dtype: DType) -> float:
-    """Bytes per element of ``dtype`` (upstream ``pypto.bytes_of``)."""
-    return dtype.itemsize
+def bytes_of(dtype: DType) -> int:
+    """Bytes one element of ``dtype`` occupies (upstream ``pypto.bytes_of``): 4-bit types count
+    as one byte, as upstream. ``dtype.itemsize`` keeps the exact (fractional) size."""
+    if not isinstance(dtype, DType):
+        from .errors import DTypeError
+
+        raise DTypeError("pypto.bytes_of needs a pypto dtype", expected="e.g. pypto.DT_FP32", got=repr(dtype),
+                         param="dtype")
+    return max(1, int(dtype.itemsize))
 
 
 def is_dtype(x) -> bool:

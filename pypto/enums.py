@@ -1,9 +1,24 @@
-"""Enumerations of the PyPTO language (upstream ``pypto.enum``)."""
+"""Enumerations of the PyPTO language (upstream ``pypto.enum``).
+
+Member names and values follow upstream's; ``str()`` and ``repr()`` print ``Class.MEMBER``
+(``str(pypto.CastMode.CAST_RINT) == "CastMode.CAST_RINT"``), as upstream's do. Most of them are
+arguments of operators; those that only matter on the hardware (cache policies, atomic types)
+are accepted and recorded.
+"""
 
 import enum
 
 
-class CastMode(enum.IntEnum):
+class _Enum(enum.IntEnum):
+    """An IntEnum that prints as upstream's: ``ClassName.MEMBER``."""
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    __repr__ = __str__
+
+
+class CastMode(_Enum):
     """Rounding of ``pypto.cast``. CAST_NONE truncates float->int and rounds to nearest even otherwise."""
 
     CAST_NONE = 0
@@ -15,21 +30,123 @@ class CastMode(enum.IntEnum):
     CAST_ODD = 6
 
 
-class SaturationMode(enum.IntEnum):
-    """Whether an integer narrowing cast clamps (ON) or wraps (OFF)."""
+class SaturationMode(_Enum):
+    """Whether an integer narrowing cast clamps (ON) or wraps (OFF). Values as upstream (ON is 0)."""
 
-    OFF = 0
-    ON = 1
+    ON = 0
+    OFF = 1
 
 
-class TileOpFormat(enum.IntEnum):
+class TileOpFormat(_Enum):
+    """Memory layout of a tensor: ND (row major) or NZ (the cube unit's fractal layout)."""
+
     TILEOP_ND = 0
     TILEOP_NZ = 1
 
 
-class PrecisionType(enum.IntEnum):
+class PrecisionType(_Enum):
     """Precision of some math ops (pow, fmod, remainder, log2 ...). A2/A3 only have INTRINSIC; the
     simulator computes every op the same way (fp32 for fp16/bf16), so the choice changes nothing here."""
 
     INTRINSIC = 0
     HIGH_PRECISION = 1
+
+
+class CachePolicy(_Enum):
+    """Cache policy of a tensor's GM accesses (``Tensor.set_cache_policy``): recorded only."""
+
+    PREFETCH = 0
+    NONE_CACHEABLE = 1
+
+
+class ReduceMode(_Enum):
+    """How partial results meet in GM: ATOMIC_ADD accumulates."""
+
+    ATOMIC_ADD = 0
+
+
+class OpType(_Enum):
+    """The comparison of ``pypto.compare``-style ops."""
+
+    EQ = 0
+    NE = 1
+    LT = 2
+    LE = 3
+    GT = 4
+    GE = 5
+
+
+class OutType(_Enum):
+    """The result form of a comparison: BOOL elements or packed BITs."""
+
+    BOOL = 0
+    BIT = 1
+
+
+class TopKAlgo(_Enum):
+    """The algorithm of topk on the device; both give the same values here."""
+
+    MERGE_SORT = 0
+    RADIX_SELECT = 1
+
+
+class ReLuType(_Enum):
+    """The activation fused into a matmul / conv result."""
+
+    NO_RELU = 0
+    RELU = 1
+
+
+class TransMode(_Enum):
+    """The rounding of a matmul result converted on the way out of the cube unit."""
+
+    CAST_NONE = 0
+    CAST_RINT = 1
+    CAST_ROUND = 2
+
+
+class ScatterMode(_Enum):
+    """How scatter combines a source element with the one already there."""
+
+    NONE = 0
+    ADD = 1
+    MULTIPLY = 2
+    UNKNOWN = 3
+
+
+class AtomicRMWMode(_Enum):
+    """The read-modify-write of an atomic GM update."""
+
+    ADD = 0
+    MAX = 1
+    MIN = 2
+
+
+class AtomicType(_Enum):
+    """Whether a GM write overwrites (SET) or accumulates (ADD)."""
+
+    SET = 0
+    ADD = 1
+
+
+class DequantScaleRoundingMode(_Enum):
+    """Rounding of a dequantisation scale (``pypto.ROUND_UP`` / ``pypto.ROUND_DOWN``)."""
+
+    ROUND_UP = 0
+    ROUND_DOWN = 1
+
+
+class LogBaseType(_Enum):
+    """The base of a logarithm: e, 2 or 10 (``pypto.log``, ``log2``, ``log10``)."""
+
+    LOG_E = 0
+    LOG_2 = 1
+    LOG_10 = 2
+
+
+ROUND_UP = DequantScaleRoundingMode.ROUND_UP
+ROUND_DOWN = DequantScaleRoundingMode.ROUND_DOWN
+
+__all__ = ["CastMode", "SaturationMode", "TileOpFormat", "PrecisionType", "CachePolicy", "ReduceMode", "OpType",
+           "OutType", "TopKAlgo", "ReLuType", "TransMode", "ScatterMode", "AtomicRMWMode", "AtomicType",
+           "DequantScaleRoundingMode", "LogBaseType", "ROUND_UP", "ROUND_DOWN"]

@@ -50,15 +50,46 @@ def user_loc(depth: int = 1) -> SourceLoc | None:
     return None
 
 
+# Upstream numbers every error: 0xF00000 | the kind of the builtin it corresponds to.
+_CODE_OF_BUILTIN = ((TypeError, 0x1), (ValueError, 0x2), (RuntimeError, 0x3), (NameError, 0x4),
+                    (NotImplementedError, 0x5), (KeyError, 0x6), (IndexError, 0x8))
+_UNKNOWN_CODE = 0xF0FFFF
+_NO_MESSAGE = object()
+
+
+def error_code(kind: type) -> int:
+    """Upstream's error code for an exception class (``0xF00002`` for ValueError, ...)."""
+    for builtin, code in _CODE_OF_BUILTIN:
+        if issubclass(kind, builtin):
+            return 0xF00000 | code
+    return _UNKNOWN_CODE
+
+
 class PyptoError(Exception):
     """Base class of every error pypto raises on purpose.
 
     Attributes: ``what`` (the message head), ``expected``, ``got``, ``param`` (the parameter or
-    option it concerns) and ``loc`` (a :class:`SourceLoc` in the user's kernel, when known).
+    option it concerns), ``loc`` (a :class:`SourceLoc` in the user's kernel, when known) and
+    ``code`` (upstream's error number).
+
+    Upstream's spellings work too: ``PyptoError(0xF00001, "message")`` and, for the subclasses
+    in :mod:`pypto.error`, ``FeError(ValueError("message"))`` (which wraps that exception).
     """
 
-    def __init__(self, what: str, *, expected=None, got=None, param: str | None = None,
+    def __init__(self, what, msg=_NO_MESSAGE, *, expected=None, got=None, param: str | None = None,
                  loc: SourceLoc | None = None, hint: str | None = None):
+        code = None
+        if msg is not _NO_MESSAGE:  # upstream's PyptoError(err_code, msg)
+            if isinstance(what, bool) or not isinstance(what, int):
+                raise TypeError(f"PyptoError(err_code, msg) needs an int error code, got {what!r}")
+            code, what = what, msg
+        if isinstance(what, BaseException):  # upstream's FeError(ValueError("...")): wrap it
+            code = code if code is not None else error_code(type(what))
+            text = str(what)
+            what = text if "ErrCode" in text else f"{type(what).__name__}: {text}"
+        if code is not None and "ErrCode" not in str(what):
+            what = f"ErrCode: {code:X}, {what}"
+        self.code = code if code is not None else error_code(type(self))
         self.what = what
         self.expected = expected
         self.got = got
@@ -68,7 +99,7 @@ class PyptoError(Exception):
         super().__init__(self._format())
 
     def _format(self) -> str:
-        lines = [self.what]
+        lines = [str(self.what)]
         if self.expected is not None:
             lines.append(f"  expected: {self.expected}")
         if self.got is not None:
@@ -94,19 +125,57 @@ def _rebuild(cls, what, expected, got, param, loc, hint):
     return cls(what, expected=expected, got=got, param=param, loc=loc, hint=hint)
 
 
-class ArgumentTypeError(PyptoError, TypeError):
+# ---- upstream's error families (``pypto.error``) ------------------------------------------------------
+
+class PyptoGeneralError(PyptoError):
+    """Upstream's general error; ``PyptoGeneralError(ValueError("..."))`` wraps an exception."""
+
+
+class FeError(PyptoGeneralError):
+    """An error of the frontend: the kernel's code, its arguments, annotations, shapes or dtypes."""
+
+
+class PyptoRtError(PyptoGeneralError):
+    """An error of the runtime (device calls, running a compiled function)."""
+
+
+class PassError(PyptoGeneralError):
+    """An error of the pass configuration or of a compile pass."""
+
+
+class VerifyError(PyptoGeneralError):
+    """An error of pass verification (``verify_options``)."""
+
+
+class ParserError(PyptoError):
+    """Upstream's parser error, ``ParserError(node, msg)``: ``node`` is the AST node concerned."""
+
+    def __init__(self, node, msg=_NO_MESSAGE, **kw):
+        if msg is _NO_MESSAGE:  # our own keyword form: ParserError("what", expected=...)
+            node, msg = None, node
+        super().__init__(msg, **kw)
+        self.node = node
+
+
+class RenderedParserError(ParserError):
+    """A parser error whose message already shows the source."""
+
+
+# ---- the errors pypto raises ---------------------------------------------------------------------------
+
+class ArgumentTypeError(FeError, TypeError):
     """A kernel argument of the wrong kind or dtype (for example a list where a tensor belongs)."""
 
 
-class ArgumentValueError(PyptoError, ValueError):
+class ArgumentValueError(FeError, ValueError):
     """A kernel argument whose shape or value does not match its annotation or signature."""
 
 
-class AnnotationError(PyptoError, TypeError):
+class AnnotationError(FeError, ParserError, TypeError):
     """A kernel signature annotation that pypto cannot understand."""
 
 
-class OptionError(PyptoError, ValueError):
+class OptionError(FeError, ValueError):
     """An unknown option, or a value out of the option's type or range."""
 
 
@@ -115,15 +184,15 @@ class OptionTypeError(OptionError, TypeError):
     ``except ValueError`` written for :class:`OptionError` keeps catching it."""
 
 
-class KernelSyntaxError(PyptoError, ValueError):
+class KernelSyntaxError(FeError, ParserError, ValueError):
     """Kernel code that the PyPTO language does not allow (for example ``break`` in pypto.loop)."""
 
 
-class ShapeError(PyptoError, ValueError):
+class ShapeError(FeError, ValueError):
     """Operand shapes that an operation cannot accept (rank, broadcasting, sizes, tile shapes)."""
 
 
-class DTypeError(PyptoError, TypeError):
+class DTypeError(FeError, TypeError):
     """Operand dtypes that an operation cannot accept."""
 
 
@@ -131,9 +200,9 @@ class UnsupportedDTypeError(DTypeError):
     """A dtype that upstream PyPTO names but this build does not support."""
 
 
-class BackendUnavailableError(PyptoError, RuntimeError):
+class BackendUnavailableError(PyptoRtError, RuntimeError):
     """A run mode (the NPU) that this build has no backend for."""
 
 
-class KernelRuntimeError(PyptoError, RuntimeError):
+class KernelRuntimeError(PyptoRtError, RuntimeError):
     """A failure while the compiled program runs (for example an element read out of range)."""

@@ -146,6 +146,7 @@ class Tracer:
         self.loop_info: dict = {}
         self._loop_count = 0
         self._names: dict[str, int] = {}
+        self.host_bindings: list = []  # declared tensors made handles by .move() while tracing
 
     # ---- activation ----------------------------------------------------------------------------
     def __enter__(self):
@@ -157,6 +158,9 @@ class Tracer:
 
     def __exit__(self, *exc):
         _state.tracer = None
+        for t in self.host_bindings:  # a declared tensor is a handle on a traced value only while tracing
+            t._unbind()
+        self.host_bindings.clear()
         return False
 
     # ---- ids and names -------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """Static checks of a kernel's source, parsed once per kernel.
 
 The AST tells what tracing cannot: a ``break``/``continue``/``return`` inside ``pypto.loop``
-(tracing would silently cut the loop body short), and the variable name of each loop's index,
-which becomes the readable name of its symbol in the printed graph.
+(tracing would silently cut the loop body short), an assignment to a tensor parameter's name
+(``out = a + b`` rebinds the local name and writes nothing into ``out``; upstream rejects it when
+the statement runs, so statements under a Python ``if``/``while``/``try``, which may never run,
+are not flagged), and the variable name of each loop's index, which becomes the readable name of its symbol in the
+printed graph.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ def _target_name(target):
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, filename: str, line_offset: int, fn_name: str):
+    def __init__(self, filename: str, line_offset: int, fn_name: str, tensor_params=()):
         self.filename, self.offset, self.fn_name = filename, line_offset, fn_name
+        self.tensor_params = frozenset(tensor_params)
+        self.conditional = 0  # statements under a Python if / while / try may never run
         self.loop_names: dict = {}
         self.depth = 0  # pypto.loop nesting
         self.py_loops = 0  # Python loops nested inside the innermost pypto.loop
@@ -64,8 +69,20 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
         self.py_loops -= 1
 
-    visit_While = _python_loop
+    def visit_While(self, node):
+        self.conditional += 1
+        self._python_loop(node)
+        self.conditional -= 1
+
     visit_AsyncFor = _python_loop
+
+    def _maybe_runs(self, node):
+        self.conditional += 1
+        self.generic_visit(node)
+        self.conditional -= 1
+
+    visit_If = _maybe_runs
+    visit_Try = _maybe_runs
 
     def _jump(self, node, word):
         if self.depth and not self.py_loops:
@@ -90,6 +107,33 @@ class _Checker(ast.NodeVisitor):
                                     hint="assemble results into an output tensor and return after the loop",
                                     loc=self.loc(node))
 
+    def _assigned(self, target, node):
+        if self.conditional:
+            return
+        names = [target] if isinstance(target, ast.Name) else \
+            [t for t in ast.walk(target) if isinstance(t, ast.Name)] if isinstance(target, (ast.Tuple, ast.List)) else []
+        for t in names:
+            if t.id in self.tensor_params:
+                raise KernelSyntaxError(f"Input tensor '{t.id}' cannot be reassigned",
+                                        expected=f"a write into it: {t.id}[:] = ..., {t.id}.move(...) or "
+                                                 f"pypto.assemble(..., offsets, {t.id})",
+                                        got=f"an assignment to the name '{t.id}' (it would write nothing into the "
+                                            "tensor passed)", hint="use another name for a new tensor",
+                                        loc=self.loc(node))
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            self._assigned(target, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._assigned(node.target, node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        self._assigned(node.target, node)
+        self.generic_visit(node)
+
     def visit_FunctionDef(self, node):  # nested helpers are checked when they are traced, not here
         return
 
@@ -97,8 +141,9 @@ class _Checker(ast.NodeVisitor):
     visit_Lambda = visit_FunctionDef
 
 
-def check_source(fn) -> dict:
-    """Check ``fn``'s body; return {(file, line): index variable name} of its pypto loops.
+def check_source(fn, tensor_params=()) -> dict:
+    """Check ``fn``'s body (``tensor_params``: the names of its tensor parameters); return
+    {(file, line): index variable name} of its pypto loops.
 
     Source that cannot be read (built with exec, say) is traced without these checks.
     """
@@ -110,7 +155,7 @@ def check_source(fn) -> dict:
     fdef = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if fdef is None:
         return {}
-    checker = _Checker(inspect.getsourcefile(fn) or fn.__code__.co_filename, first - 1, fn.__name__)
+    checker = _Checker(inspect.getsourcefile(fn) or fn.__code__.co_filename, first - 1, fn.__name__, tensor_params)
     for stmt in fdef.body:
         checker.visit(stmt)
     return checker.loop_names

@@ -31,6 +31,7 @@ from ..runtime.execute import LoweredExecutor
 from ..runtime.verify import verify
 from .checks import check_source
 from .launcher import make_binder
+from .host_tensor import HostTensor
 from .control import global_tiles
 from ..runtime.machine import current_machine
 from .signature import Signature
@@ -294,7 +295,7 @@ class JitFunction:
     def _compile(self, key, sig, tensors, dtypes, consts, opts) -> CacheEntry:
         t0 = time.perf_counter()
         if self._loop_names is None:
-            self._loop_names = check_source(self.fn)
+            self._loop_names = check_source(self.fn, [t.param for t in sig.tensors])
         program, returns = trace(self.fn, self.fn.__name__, sig.tensors, tensors, dtypes, consts,
                                  (key[3][0], key[3][1]), self._loop_names, self.loc)
         t1 = time.perf_counter()
@@ -463,6 +464,8 @@ def _bind_tensors(sig: Signature, raw: list, loc):
                 t, copied = dense_numpy(t)
                 if copied:
                     strided = (strided or []) + [(n - 1, original)]
+            elif isinstance(t, HostTensor) and t.data is not None:  # pypto.from_torch(x): x itself
+                t = t.data
             else:
                 raise ArgumentTypeError(f"tensor argument '{spec.param}' ({_ordinal(n)} tensor) is not a tensor",
                                         expected="a CPU torch.Tensor (or numpy array)",

@@ -7,6 +7,8 @@ constant.
 
 from __future__ import annotations
 
+from typing import Union
+
 from ..errors import KernelSyntaxError, user_loc
 from ..ir import expr as E
 
@@ -31,11 +33,28 @@ class SymbolicScalar:
 
     __slots__ = ("expr",)
 
-    def __init__(self, value=0):
+    def __init__(self, value=0, concrete=None):
+        """``SymbolicScalar(7)`` a constant, ``SymbolicScalar("n")`` the runtime symbol ``n``,
+        ``SymbolicScalar("n", 7)`` a named constant (the value is what computes; the name is a
+        label), ``SymbolicScalar(other)`` a copy."""
+        if concrete is not None:
+            if not isinstance(value, str) or isinstance(concrete, bool) or not isinstance(concrete, int):
+                raise KernelSyntaxError("pypto.symbolic_scalar(name, value) takes a str name and an int value",
+                                        got=f"({value!r}, {concrete!r})", loc=user_loc(2))
+            value = concrete
         if isinstance(value, SymbolicScalar):
             value = value.expr
         elif isinstance(value, str):
+            if not value:
+                raise KernelSyntaxError("pypto.symbolic_scalar: a symbol needs a non-empty name", got="''",
+                                        loc=user_loc(2))
             value = E.Sym(value)
+        elif not isinstance(value, (int, E.Expr)):
+            if hasattr(value, "__index__") and not isinstance(value, float):
+                value = int(value.__index__())
+            else:
+                raise KernelSyntaxError("pypto.symbolic_scalar takes an int, a name or another symbolic scalar",
+                                        got=f"{type(value).__name__} {value!r}", loc=user_loc(2))
         self.expr = E.lift(value)
 
     # -- construction helpers
@@ -138,6 +157,9 @@ class SymbolicScalar:
 
     def __str__(self) -> str:
         return E.render(self.expr)
+
+
+SymInt = Union[int, SymbolicScalar]  # upstream's annotation for "an int or a symbolic scalar"
 
 
 def to_expr(x, *, what: str = "value"):

@@ -117,14 +117,58 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class ConstSpec:
-    """A non-tensor parameter: a compile-time constant."""
+    """A non-tensor parameter: a compile-time constant. Annotated with a pypto dtype
+    (``alpha: pypto.DT_FP32``) it must be a Python number of that dtype, as upstream's kernels
+    declare scalar operands; it stays a compile-time constant (upstream hashes its value into the
+    compile cache key the same way)."""
 
     param: str
     index: int
     default: object  # inspect.Parameter.empty when required
+    dtype: Optional[DType] = None
+
+    def check_scalar(self, value):
+        """``value`` as a Python scalar of ``self.dtype`` (float for float dtypes, int for integer
+        ones, bool for DT_BOOL); anything else is an ArgumentTypeError / ArgumentValueError."""
+        dt = self.dtype
+        if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+            value = value.item()  # a numpy scalar (np.float32(2.0), ...)
+        kind = dt.kind
+        expected = {"float": "an int or float", "int": "an int", "uint": "an int >= 0", "bool": "a bool"}[kind]
+        if kind == "bool" and isinstance(value, bool):
+            return value
+        ok = isinstance(value, int) and not isinstance(value, bool) if kind in ("int", "uint") else \
+            isinstance(value, (int, float)) and not isinstance(value, bool) if kind == "float" else False
+        if not ok:
+            raise ArgumentTypeError(f"scalar argument '{self.param}' does not match its annotation {dt.name}",
+                                    expected=f"{expected} (a compile-time constant of {dt.name})",
+                                    got=f"{type(value).__name__} {value!r}"[:80], param=self.param)
+        if kind == "float":
+            return float(value)
+        lo, hi = _int_range(dt)
+        if not lo <= value <= hi:
+            raise ArgumentValueError(f"scalar argument '{self.param}' is out of range for {dt.name}",
+                                     expected=f"an int in [{lo}, {hi}]", got=value, param=self.param)
+        return int(value)
 
 
-def parse_annotation(ann: TensorAnnotation, param: str, index: int, loc: SourceLoc | None) -> TensorSpec:
+def _int_range(dt: DType) -> tuple:
+    bits = dt.bits
+    return (0, 2 ** bits - 1) if dt.kind == "uint" else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+
+
+def as_annotation(obj) -> TensorAnnotation | None:
+    """``obj`` as a tensor annotation: ``pypto.Tensor[...]`` is one; ``pypto.Tensor(shape, dtype)``
+    made outside a kernel is a declared tensor that also serves as one; anything else is None."""
+    if isinstance(obj, TensorAnnotation):
+        return obj
+    from .host_tensor import HostTensor
+
+    return obj.annotation() if isinstance(obj, HostTensor) else None
+
+
+def parse_annotation(ann, param: str, index: int, loc: SourceLoc | None) -> TensorSpec:
+    ann = as_annotation(ann)
     dtype = ann.dtype
     if dtype is not None:
         if not isinstance(dtype, DType):
@@ -204,8 +248,8 @@ class Signature:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise AnnotationError(f"kernel parameter '{name}' uses *args/**kwargs",
                                       expected="named parameters", got=str(p), param=name, loc=loc)
-            ann = p.annotation
-            if isinstance(ann, TensorAnnotation):
+            ann = as_annotation(p.annotation)
+            if ann is not None:
                 if self.consts:
                     raise AnnotationError(
                         f"tensor parameter '{name}' comes after non-tensor parameter "
@@ -214,7 +258,8 @@ class Signature:
                         got=", ".join(sig.parameters), param=name, loc=loc)
                 self.tensors.append(parse_annotation(ann, name, i, loc))
             else:
-                self.consts.append(ConstSpec(name, i, p.default))
+                dtype = p.annotation if isinstance(p.annotation, DType) else None
+                self.consts.append(ConstSpec(name, i, p.default, dtype))
         self.names = list(sig.parameters)
         self._const_by_name = {c.param: c for c in self.consts}
         self._tensor_by_name = {t.param: t for t in self.tensors}
@@ -268,6 +313,8 @@ class Signature:
                                              param=spec.param)
                 consts[spec.param] = spec.default
             v = consts[spec.param]
+            if spec.dtype is not None and (not _is_array(v) or type(v).__module__ == "numpy" and v.ndim == 0):
+                v = consts[spec.param] = spec.check_scalar(v)
             if _is_array(v):
                 raise ArgumentTypeError(
                     f"non-tensor parameter '{spec.param}' received a tensor",

@@ -21,10 +21,12 @@ def _ops():
 
 
 class Tensor:
-    """A tensor inside a ``@pypto.jit`` kernel (also ``pypto.tensor``).
+    """A tensor inside a ``@pypto.jit`` kernel or a ``pypto.function`` (also ``pypto.tensor``).
 
-    ``pypto.Tensor(shape, dtype)`` outside a kernel is a signature annotation; inside a kernel it
-    declares a local tensor (zero-filled here; upstream leaves it uninitialised).
+    ``pypto.Tensor(shape, dtype, name)`` outside a kernel declares a tensor (see `host_tensor`):
+    a signature annotation, or an argument of ``pypto.function``. Inside a kernel it declares a
+    local tensor (zero-filled here; upstream leaves it uninitialised); ``pypto.tensor()`` with no
+    arguments there is an empty handle that ``.move(x)`` makes refer to ``x``.
     """
 
     __slots__ = ("_value",)
@@ -33,8 +35,19 @@ class Tensor:
         from .builder import current
 
         if current() is None:
-            return TensorAnnotation(shape, dtype, name, format)
+            from .host_tensor import declare
+
+            return declare(shape, dtype, name, format)
+        if shape is None and dtype is None:
+            return object.__new__(cls)  # the empty handle: no value until .move()
         return _ops().tensor(shape, dtype, name)
+
+    def __getattr__(self, attr):
+        if attr == "_value":  # only reached when the slot is unset: the empty pypto.tensor()
+            raise KernelSyntaxError("this tensor was made by pypto.tensor() without a shape and is still empty",
+                                    expected="t.move(x) before using t", got="a use of the empty tensor",
+                                    loc=user_loc(2))
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     def __class_getitem__(cls, item):
         return TensorAnnotation.from_brackets(item)
@@ -53,7 +66,8 @@ class Tensor:
 
     @property
     def valid_shape(self) -> list:
-        return [SymbolicScalar.wrap(d) if isinstance(d, E.Expr) else d for d in self._value.valid_shape]
+        """One SymbolicScalar per dim (constant ones too, as upstream: ``.concrete()`` works)."""
+        return [SymbolicScalar(d) for d in self._value.valid_shape]
 
     @property
     def dtype(self):
@@ -179,7 +193,33 @@ class Tensor:
     def var(self, dim=None, *, correction=1, keepdim=False): return _ops().var(self, dim, correction, keepdim)
     def cumsum(self, dim): return _ops().cumsum(self, dim)
     def cumprod(self, dim): return _ops().cumprod(self, dim)
-    def assemble(self, offsets, dst): return _ops().assemble(self, offsets, dst)
+    def assemble(self, input, offsets):
+        """Write ``input`` into this tensor at ``offsets`` (upstream's ``dst.assemble(src, offsets)``)."""
+        _ops().assemble(input, offsets, self)
+    # issue 9: upstream's remaining op methods
+    def greater(self, o): return _ops().greater(self, o)
+    def copysign(self, o): return _ops().copysign(self, o)
+    def fillpad(self, mode="constant", value=0): return _ops().fillpad(self, mode, value)
+    def gathermask(self, pattern_mode): return _ops().gathermask(self, pattern_mode)
+
+    def fill_(self, value) -> "Tensor":
+        """Make this tensor hold ``value`` everywhere (``move`` of a ``pypto.full``)."""
+        return self.move(_ops().full(list(self._value.shape), value, self.dtype))
+
+    def _holds_nothing(self) -> bool:
+        """True for the empty ``pypto.tensor()`` handle (``HostTensor`` adds: declared, not bound)."""
+        return _is_empty_handle(self)
+
+    def is_empty(self) -> bool:
+        """True for the empty ``pypto.tensor()`` handle (before a ``move`` gives it a value)."""
+        return _is_empty_handle(self)
+
+    @property
+    def format(self):
+        """The layout: ``TileOpFormat.TILEOP_ND`` (traced tensors are always ND here)."""
+        from ..enums import TileOpFormat
+
+        return TileOpFormat.TILEOP_ND
     # indexing.py / layout.py (upstream's Tensor methods)
     def gather(self, dim, index): return _ops().gather(self, dim, index)
     def index_add(self, dim, index, source, *, alpha=1): return _ops().index_add(self, dim, index, source, alpha=alpha)
@@ -197,8 +237,17 @@ class Tensor:
     def triu_(self, diagonal=0): return _ops().triu_(self, diagonal)
 
     def move(self, other: "Tensor") -> "Tensor":
-        """Write ``other`` over the whole of this tensor (``t[:] = other``)."""
-        _ops().assemble(other, [0] * self.dim, self)
+        """Make this tensor hold ``other``, as upstream: a kernel argument (a parameter, or a
+        ``pypto.function`` argument) gets ``other`` written over the whole of it (``t[:] = other``);
+        any other tensor (a view, a local, an op result, the empty ``pypto.tensor()``) becomes a
+        handle on ``other`` itself, so nothing is written into what it was a view of."""
+        if not isinstance(other, Tensor):
+            raise KernelSyntaxError("Tensor.move needs a tensor", expected="a pypto Tensor",
+                                    got=type(other).__name__, loc=user_loc(2))
+        if not _is_empty_handle(self) and self._value.kind == "param":
+            _ops().assemble(_fit_rank(other, self), [0] * self.dim, self)
+        else:
+            _value_slot.__set__(self, other._value)
         return self
 
     # ---- indexing ------------------------------------------------------------------------------
@@ -257,8 +306,11 @@ class Tensor:
         if _is_gather_key(key):  # t[dim:index] = src is scatter_(t, dim, index, src), as upstream
             _ops().scatter_(self, key.start, key.stop, src)
             return
+        if _is_full_key(key) and self._holds_nothing():  # upstream: t[:] = x is t.move(x)
+            self.move(src)
+            return
         if isinstance(key, slice) and key == slice(None) and self.dim > 0:
-            _ops().assemble(src, [0] * self.dim, self)
+            _ops().assemble(_fit_rank(src, self), [0] * self.dim, self)
             return
         offsets, sizes, drops = self._index(key)
         if not isinstance(src, Tensor):
@@ -269,6 +321,42 @@ class Tensor:
         if drops:
             src = _ops().unsqueeze_dims(src, drops, sizes)
         _ops().assemble(src, offsets, self)
+
+
+_value_slot = Tensor.__dict__["_value"]
+
+
+def _fit_rank(src, dst: Tensor):
+    """``src`` reshaped to ``dst``'s rank when the two differ only in size-1 dims (a full reduction,
+    rank 0, written into a [1] tensor, say): the same elements, as upstream accepts."""
+    if isinstance(src, Tensor) and src.dim != dst.dim:
+        a, b = _squeezed(src._value.shape), _squeezed(dst._value.shape)
+        if a is not None and a == b:
+            return _ops().reshape(src, list(dst._value.shape))
+    return src
+
+
+def _squeezed(shape) -> tuple | None:
+    """The static sizes other than 1 (None when a size is symbolic)."""
+    if not all(isinstance(d, int) for d in shape):
+        return None
+    return tuple(d for d in shape if d != 1)
+
+
+def _is_empty_handle(t: Tensor) -> bool:
+    if type(t) is not Tensor:  # a declared tensor outside its function is not a handle to fill
+        return False
+    try:
+        _value_slot.__get__(t, Tensor)
+    except AttributeError:
+        return True
+    return False
+
+
+def _is_full_key(key) -> bool:
+    """``t[:]``, ``t[:, :]`` ...: every entry a bare ``:``."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return bool(keys) and all(isinstance(k, slice) and k == slice(None) for k in keys)
 
 
 def _is_gather_key(key) -> bool:

@@ -188,12 +188,19 @@ def binary(op: str, a, b) -> Expr:
     if op == "and":
         for x, y in ((a, b), (b, a)):
             if isinstance(x, Const):
-                return y if x.value else Const(False)
+                return _truth(y) if x.value else Const(False)
     if op == "or":
         for x, y in ((a, b), (b, a)):
             if isinstance(x, Const):
-                return Const(True) if x.value else y
+                return Const(True) if x.value else _truth(y)
     return Bin(op, a, b)
+
+
+def _truth(e: Expr) -> Expr:
+    """``e`` as a 0/1 truth value: ``n && 20`` is ``n != 0``, not ``n``."""
+    if isinstance(e, Not) or (isinstance(e, Bin) and (e.op in _CMP or e.op in _LOGIC)):
+        return e
+    return Bin("ne", e, Const(0))
 
 
 def _nonneg(e) -> bool:

@@ -4,18 +4,19 @@ from .activation import expand_exp_dif, lrelu, prelu, rms_norm
 from .bitwise import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
                       isfinite, isnan, logical_and, logical_not)
 from .creation import full, ones, tensor, zeros
-from .elementwise import (abs, add, cast, clip, div, eq, exp, ge, gt, le, log, lt, maximum, minimum, mul, ne,
+from .elementwise import (abs, add, cast, clip, div, eq, exp, ge, greater, gt, le, log, lt, maximum, minimum, mul, ne,
                           neg, reciprocal, relu, rsqrt, sigmoid, sqrt, sub, tanh, where)
 from .matmul import matmul
 from .cube import conv, scaled_mm
 from .pack import pack, unpack
-from .math import (acos, acosh, asin, asinh, atan, atan2, atanh, axpy_, cbrt, ceil, ceil_div, cos, cosh, erf, erfc,
+from .math import (acos, acosh, asin, asinh, atan, atan2, atanh, axpy_, cbrt, ceil, ceil_div, copysign, cos, cosh,
+                   erf, erfc,
                    exp2, expm1, floor, floor_div, fmod, gcd, hypot, log1p, log2, log10, pow, remainder, round, sign,
                    signbit, sin, sinh, tan, trunc)
 from .reduce import amax, amin, softmax, sum
 from .registry import REGISTRY, OpDef
 from .scan import argmax, argmin, argsort, cumprod, cumsum, prod, var
-from .shape import (assemble, clone, concat, expand_clone, read_element, reshape, squeeze_dims, transpose,
+from .shape import (assemble, clone, concat, expand, expand_clone, read_element, reshape, squeeze_dims, transpose,
                     unsqueeze_dims, view)
 from .sort import topk
 from .indexing import (gather, index_add, index_add_, index_select, one_hot, scatter, scatter_, scatter_update)
@@ -25,13 +26,14 @@ from .random import arange, normal, uniform
 
 __all__ = [
     "abs", "add", "amax", "amin", "assemble", "cast", "clip", "clone", "concat", "div", "eq", "exp",
-    "expand_clone", "full", "ge", "gt", "le", "log", "lt", "matmul", "maximum", "minimum", "mul", "ne",
+    "expand", "expand_clone", "full", "ge", "greater", "gt", "le", "log", "lt", "matmul", "maximum", "minimum", "mul", "ne",
     "neg", "ones", "reciprocal", "relu", "reshape", "rsqrt", "sigmoid", "softmax", "sqrt", "sub", "sum",
     "tanh", "tensor", "topk", "transpose", "view", "where", "zeros", "REGISTRY", "OpDef",
 ]
 
 __all__ += [  # math.py and bitwise.py
-    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "axpy_", "cbrt", "ceil", "ceil_div", "cos", "cosh",
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "axpy_", "cbrt", "ceil", "ceil_div", "copysign", "cos",
+    "cosh",
     "erf", "erfc", "exp2", "expm1", "floor", "floor_div", "fmod", "gcd", "hypot", "log1p", "log2", "log10", "pow",
     "remainder", "round", "sign", "signbit", "sin", "sinh", "tan", "trunc",
     "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._lazy import torch
 
-from ..dtypes import DT_FP32
+from ..dtypes import DT_FP32, DType
 from ..errors import DTypeError
 from ..frontend.builder import require
 from ..frontend.scalar import SymbolicScalar
@@ -62,11 +62,26 @@ def _full(ins, attrs, ev):
     return torch.full(ev(attrs["valid"]), ev(attrs["value"]), dtype=attrs["dtype"].torch())
 
 
-def zeros(size, dtype=DT_FP32, *, valid_shape=None):
-    """A zero-filled tensor."""
-    return full(size, 0, dtype, valid_shape=valid_shape)
+def _size_and_dtype(size: tuple, dtype, op: str):
+    """Upstream's ``zeros(*size, dtype=...)``: sizes as separate ints or one list; a dtype given
+    last among the positional arguments (this build's older spelling) is still understood."""
+    if size and isinstance(size[-1], DType):
+        if dtype is not None:
+            raise DTypeError(f"pypto.{op}: dtype given twice", expected="dtype=... once",
+                             got=f"{size[-1].name} and dtype={dtype!r}", param="dtype", loc=loc())
+        size, dtype = size[:-1], size[-1]
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    return list(size), DT_FP32 if dtype is None else dtype
 
 
-def ones(size, dtype=DT_FP32, *, valid_shape=None):
-    """A one-filled tensor."""
-    return full(size, 1, dtype, valid_shape=valid_shape)
+def zeros(*size, dtype=None, valid_shape=None):
+    """A zero-filled tensor: ``zeros(2, 3, dtype=pypto.DT_INT32)`` or ``zeros([2, 3])`` (fp32)."""
+    shape, dt = _size_and_dtype(size, dtype, "zeros")
+    return full(shape, 0, dt, valid_shape=valid_shape)
+
+
+def ones(*size, dtype=None, valid_shape=None):
+    """A one-filled tensor: ``ones(2, 3, dtype=pypto.DT_INT32)`` or ``ones([2, 3])`` (fp32)."""
+    shape, dt = _size_and_dtype(size, dtype, "ones")
+    return full(shape, 1, dt, valid_shape=valid_shape)

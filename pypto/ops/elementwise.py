@@ -144,6 +144,11 @@ def gt(input, other):
     return _binary("gt", input, other, DT_BOOL)
 
 
+def greater(input, other):
+    """``pypto.gt`` under upstream's other name: elementwise ``input > other`` as a BOOL tensor."""
+    return _binary("gt", input, other, DT_BOOL)
+
+
 def ge(input, other):
     """Elementwise ``input >= other`` as a BOOL tensor."""
     return _binary("ge", input, other, DT_BOOL)

@@ -29,6 +29,7 @@ EXP2 = FLOATS + (DT_INT32, DT_INT16, DT_INT8, DT_UINT8)
 POW = FLOATS + (DT_INT32, DT_INT8, DT_UINT8, DT_INT16)
 FLOOR_DIV = FLOATS + (DT_INT32, DT_INT8, DT_UINT8)
 GCD = (DT_INT8, DT_INT16, DT_INT32, DT_UINT8)
+COPYSIGN = FLOATS + (DT_INT16, DT_INT32)
 AXPY = (DT_FP32, DT_FP16)
 
 
@@ -279,6 +280,15 @@ register("atan2", kind="vector", fp32_math=True, dtypes=FLOATS)(_binary_compute(
 register("gcd", kind="vector", dtypes=GCD)(_binary_compute("gcd"))
 
 
+@register("copysign", kind="vector", dtypes=COPYSIGN)
+def _copysign(ins, attrs, ev):
+    """torch.copysign on the valid region; integer operands are converted to fp32 first."""
+    x, y = align_valid(ins, attrs["bcast"])
+    if not x.dtype.is_floating_point:
+        x, y = x.float(), y.float()
+    return torch.copysign(x, y)
+
+
 def fmod(input, other, precision_type=PrecisionType.HIGH_PRECISION):
     """Elementwise C-style remainder ``input - trunc(input / other) * other`` (sign of ``input``).
 
@@ -333,6 +343,16 @@ def atan2(y, x):
     tensor_arg(y, "atan2", "input")
     tensor_arg(x, "atan2", "other")
     return _binary("atan2", y, x)
+
+
+def copysign(input, other):
+    """Elementwise magnitude of ``input`` with the sign of ``other`` (two tensors of one dtype,
+    broadcast). fp32, fp16, bf16, int16, int32; integer operands give an fp32 result (upstream
+    converts them to fp32 first). The sign of -0.0 counts: ``copysign(1, -0.0) = -1``."""
+    tensor_arg(input, "copysign", "input")
+    tensor_arg(other, "copysign", "other")
+    out = DT_FP32 if input.dtype in (DT_INT16, DT_INT32) else None
+    return _binary("copysign", input, other, out)
 
 
 def gcd(input, other):

@@ -4,13 +4,16 @@ Per upstream (A2/A3): ``input`` is ``[..., row, col]`` (rank 2 to 4) and ``scale
 ``zero_points``) has one dim less: ``[..., row]`` for ``axis=-1`` (one scale per row, applied along
 the last dim) or ``[..., col]`` for ``axis=-2`` (one scale per column).
 
-* ``quantize``: ``out = saturate(round(input * scale [- zero_points]))``. Upstream's formula shows
-  ``+ zero_points`` but its worked example (``zero_points = -5`` maps 1.1 to 6) subtracts them, which
-  also makes quantize the inverse of dequantize; the simulator follows the example. Rounding is to nearest,
+* ``quantize``: ``out = saturate(round(input * scale [+ zero_points]))``. Rounding is to nearest,
   ties to even (the vector unit's RINT conversion); out-of-range values saturate to the int8 /
   uint8 limits and NaN becomes 0. Upstream pairs DT_INT8 with symmetric (no zero_points) and
   DT_UINT8 with asymmetric quantization; both accept ``zero_points`` here.
-* ``dequantize``: ``out = (float(input) [+ zero_points]) * scale`` in fp32.
+* ``dequantize``: ``out = (float(input) [- zero_points]) * scale`` in fp32.
+
+The sign of ``zero_points`` follows upstream's on-device system tests (``test_quantize_onboard``,
+``test_dequantize_onboard``: quantize adds them, dequantize subtracts them before scaling) and its
+reference calculator for quantize; the API pages' worked examples use the opposite sign
+(quantize subtracting, dequantize adding). Either way the two ops are inverses.
 
 Both are elementwise ops: ``scale`` is reshaped to broadcast (a size-1 dim at ``axis``) and the op
 tiles like a binary op.
@@ -67,12 +70,12 @@ def _args(op, input, scale, otype, axis, zero_points, in_dtypes, out_dtypes):
 
 
 def quantize(input, scale, otype, axis, zero_points=None):
-    """fp32 ``input`` to DT_INT8 / DT_UINT8: ``saturate(round(input * scale [- zero_points]))``."""
+    """fp32 ``input`` to DT_INT8 / DT_UINT8: ``saturate(round(input * scale [+ zero_points]))``."""
     return _args("quantize", input, scale, otype, axis, zero_points, (DT_FP32,), (DT_INT8, DT_UINT8))
 
 
 def dequantize(input, scale, otype, axis, zero_points=None):
-    """DT_INT8 / DT_INT16 / DT_UINT8 ``input`` to DT_FP32: ``(input [+ zero_points]) * scale``."""
+    """DT_INT8 / DT_INT16 / DT_UINT8 ``input`` to DT_FP32: ``(input [- zero_points]) * scale``."""
     return _args("dequantize", input, scale, otype, axis, zero_points, (DT_INT8, DT_INT16, DT_UINT8), (DT_FP32,))
 
 
@@ -82,7 +85,7 @@ def _quantize(ins, attrs, ev):
     ins = align_valid(ins, attrs["bcast"])
     y = ins[0].float() * ins[1]
     if attrs["zero_points"]:
-        y = y - ins[2]
+        y = y + ins[2]
     dt = attrs["otype"].torch()
     info = torch.iinfo(dt)
     y = torch.nan_to_num(torch.round(y), nan=0.0, posinf=info.max, neginf=info.min).clamp(info.min, info.max)
@@ -91,9 +94,9 @@ def _quantize(ins, attrs, ev):
 
 @register("dequantize", kind="vector", dtypes=(DT_INT8, DT_INT16, DT_UINT8))
 def _dequantize(ins, attrs, ev):
-    """(float(x) + zero_points) * scale."""
+    """(float(x) - zero_points) * scale."""
     ins = align_valid(ins, attrs["bcast"])
     y = ins[0].float()
     if attrs["zero_points"]:
-        y = y + ins[2]
+        y = y - ins[2]
     return y * ins[1]

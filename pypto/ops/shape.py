@@ -46,6 +46,10 @@ def view(input, shape, offsets, *, valid_shape=None, dtype=None):
         if len(valid) != v.rank:
             raise ShapeError("pypto.view: 'valid_shape' must have one entry per dim",
                              expected=f"{v.rank} entries", got=len(valid), param="valid_shape", loc=loc())
+        for d, (vs, s) in enumerate(zip(valid, shape)):
+            if isinstance(vs, int) and isinstance(s, int) and vs > s:
+                raise ShapeError(f"pypto.view: 'valid_shape' exceeds the view's shape in dim {d}",
+                                 expected=f"valid_shape[{d}] <= {s}", got=vs, param="valid_shape", loc=loc())
     else:
         valid = tuple(E.clamp_extent(pv, o, s) for pv, o, s in zip(v.valid_shape, offs, shape))
     attrs = {"shape": shape, "offsets": offs, "valid": valid if valid_shape is not None else None}
@@ -289,6 +293,30 @@ def expand_clone(input, shape, *, valid_shape=None):
     bdims = tuple(d for d, a in enumerate(v.shape) if isinstance(a, int) and a == 1)
     return emit("expand_clone", [input], [(input.dtype, target, valid)],
                 {"shape": target, "valid": valid, "bdims": bdims})
+
+
+def expand(input, shape):
+    """Broadcast ``input`` to ``shape`` (torch's ``expand``, materialised): size-1 dims grow to the
+    target size, ``-1`` keeps a dim's size, and extra leading dims are added in front."""
+    tensor_arg(input, "expand", "input")
+    v = input._value
+    if isinstance(shape, (int, SymbolicScalar)):
+        shape = [shape]
+    if not isinstance(shape, (list, tuple)) or len(shape) < v.rank:
+        raise ShapeError("pypto.expand: 'shape' must have at least the input's rank",
+                         expected=f"a list of >= {v.rank} sizes", got=repr(shape), param="shape", loc=loc())
+    lead = len(shape) - v.rank
+    target = []
+    for d, s in enumerate(shape):
+        if isinstance(s, int) and not isinstance(s, bool) and s == -1:
+            if d < lead:
+                raise ShapeError(f"pypto.expand: -1 in new leading dim {d}", expected="a size for a new dim",
+                                 got=list(shape), param="shape", loc=loc())
+            s = input.shape[d - lead]
+        target.append(s)
+    if lead:
+        input = unsqueeze_dims(input, tuple(range(lead)), [1] * lead + list(v.shape))
+    return expand_clone(input, target)
 
 
 @register("expand_clone", kind="vector")

@@ -37,6 +37,7 @@ ELEMENTWISE |= {  # pypto/ops/math.py and bitwise.py
     "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "logical_and", "logical_not",
     "isfinite", "isnan"}
 ELEMENTWISE |= {"lrelu", "expand_exp_dif"}  # pypto/ops/activation.py
+ELEMENTWISE |= {"copysign"}  # pypto/ops/math.py (issue 9)
 REDUCTIONS |= {"prod"}  # pypto/ops/scan.py: partial products per tile, then a combine
 # ops whose dims named in attrs "dim"/"dims" stay whole in one tile, the grid running over the
 # others (pypto/ops/scan.py; online softmax in activation.py): see `Expander.dim_whole`

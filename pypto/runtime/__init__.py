@@ -1,1 +1,12 @@
-"""Execution of compiled kernels (and, later, the timing simulator)."""
+"""Execution of compiled kernels: the executor, the cost model, the scheduler and the timeline.
+
+It also holds upstream's public ``pypto.runtime`` entry points for the explicit
+``pypto.function`` flow (``_device_init``, ``_device_run_once_data_from_host``,
+``_device_synchronize``, ``_device_fini``), with the simulator as the device (`device`).
+"""
+
+from .device import (_device_fini, _device_init, _device_run_once_data_from_host, _device_synchronize,
+                     last_function)
+
+__all__ = ["_device_init", "_device_fini", "_device_run_once_data_from_host", "_device_synchronize",
+           "last_function"]

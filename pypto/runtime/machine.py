@@ -33,7 +33,8 @@ def _vector_table():
     # instructions; trig, erf, exp/log variants, pow and the division-based ops are multi-step
     table.update({k: fast for k in ("ceil", "floor", "trunc", "round", "sign", "signbit", "axpy_", "bitwise_and",
                                     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-                                    "bitwise_right_shift", "logical_and", "logical_not", "isfinite", "isnan")})
+                                    "bitwise_right_shift", "logical_and", "logical_not", "isfinite", "isnan",
+                                    "copysign")})
     table.update({k: transcendental for k in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "cos",
                                               "cosh", "erf", "erfc", "exp2", "expm1", "log10", "log1p", "log2",
                                               "sin", "sinh", "tan", "pow", "fmod", "remainder", "floor_div",

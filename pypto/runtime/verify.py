@@ -7,6 +7,10 @@ Stages, in pipeline order:
     result goes through GM and can be compared op by op;
   * "block/execute" (partition, dedup, buffers, execute graph, codegen): the program that runs.
 The first stage whose results diverge is reported with the first op whose output differs.
+
+``set_verify_golden_data(goldens=[...])`` adds one more check to the next verified call: each
+argument whose golden is not None must match it (upstream's coarse check against the user's own
+reference results).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._lazy import torch
-from ..errors import KernelRuntimeError
+from ..errors import ArgumentTypeError, ArgumentValueError, KernelRuntimeError, user_loc
 from ..ir import expr as E
 from ..ir.graph import iter_ops
 from .execute import LoweredExecutor
@@ -75,14 +79,70 @@ def verify(compiled, tensors, env, options, real_run):
     got = _outputs(tensors, written, results)
     report.append(_compare("block/execute", "partition, dedup+allocate_buffers, execute_graph, codegen", expected,
                            got, rtol, atol, program, ref, compiled.executor))
+    goldens = _pending["goldens"]
+    if goldens is not None:
+        _pending["goldens"] = None  # they belong to this call only
+        report.append(_compare_goldens(goldens, tensors, program, rtol, atol))
     for r in report:
         if not r.ok:
+            against = "the goldens of set_verify_golden_data" if r.stage == "golden" else "the tensor-graph reference"
             raise PassVerifyError(
-                f"pass verify: the {r.stage} stage ({r.passes}) diverges from the tensor-graph reference"
+                f"pass verify: the {r.stage} stage ({r.passes}) diverges from {against}"
                 + (f" first at {r.first_bad_op}" if r.first_bad_op else ""),
                 expected=f"results within rtol={rtol}, atol={atol}", got=f"max |diff| {r.max_abs_diff:.3g}",
                 param="verify_options['enable_pass_verify']")
     return results, report
+
+
+_pending = {"goldens": None, "in_out": None}
+
+
+def set_verify_golden_data(in_out_tensors=None, goldens=None) -> None:
+    """Reference results for the next call verified with ``verify_options`` ``enable_pass_verify``:
+    ``goldens`` has one entry per kernel argument, in order, None where nothing is compared
+    (inputs); each other entry (a CPU torch tensor or a ``pypto.from_torch`` tensor) must match
+    what the call leaves in that argument. ``in_out_tensors`` (upstream's actual arguments of an
+    explicit ``pypto.function`` run) is accepted and checked; the arguments of the call are used."""
+    loc = user_loc(2)
+    if goldens is not None:
+        _pending["goldens"] = [_cpu_tensor(g, f"goldens[{i}]", loc) for i, g in enumerate(goldens)]
+    if in_out_tensors is not None:
+        _pending["in_out"] = [_cpu_tensor(t, f"in_out_tensors[{i}]", loc) for i, t in enumerate(in_out_tensors)]
+
+
+def _cpu_tensor(t, where: str, loc):
+    from ..frontend.host_tensor import host_data
+
+    if t is None:
+        return None
+    t = host_data(t)
+    if not isinstance(t, torch.Tensor):
+        raise ArgumentTypeError(f"set_verify_golden_data: {where} is not a tensor", expected="a CPU torch.Tensor or None",
+                                got=type(t).__name__, param=where, loc=loc)
+    if not t.is_cpu:
+        raise ArgumentValueError(f"set_verify_golden_data: {where} is on device {t.device}",
+                                 expected="a CPU tensor (call .cpu() first)", got=str(t.device), param=where, loc=loc)
+    return t
+
+
+def _compare_goldens(goldens, tensors, program, rtol, atol) -> StageResult:
+    if len(goldens) != len(tensors):
+        raise ArgumentValueError("set_verify_golden_data: one golden per kernel argument",
+                                 expected=f"{len(tensors)} entries ({', '.join(p.name for p in program.params)})",
+                                 got=f"{len(goldens)} entries", param="goldens")
+    worst, bad = 0.0, None
+    for param, have, want in zip(program.params, tensors, goldens):
+        if want is None:
+            continue
+        if want.numel() != have.numel():
+            raise ArgumentValueError(f"set_verify_golden_data: the golden of '{param.name}' has another size",
+                                     expected=f"{have.numel()} elements {list(have.shape)}",
+                                     got=f"{want.numel()} elements {list(want.shape)}", param="goldens")
+        good, diff = _close(have.reshape(-1), want.reshape(-1).to(have.dtype), rtol, atol)
+        worst = max(worst, diff)
+        if not good and bad is None:
+            bad = f"argument '{param.name}'"
+    return StageResult("golden", "the user's goldens (set_verify_golden_data)", bad is None, worst, bad)
 
 
 def _compare(stage, passes, expected, got, rtol, atol, program, ref, executor) -> StageResult:
@@ -117,4 +177,4 @@ def _first_bad_op(program, ref, executor, rtol, atol):
     return None
 
 
-__all__ = ["verify", "PassVerifyError", "StageResult", "E"]
+__all__ = ["verify", "PassVerifyError", "StageResult", "set_verify_golden_data", "E"]

@@ -25,7 +25,7 @@ def expand(s, axis):
 def torch_quantize(x, s, axis, zp, dtype):
     y = x * expand(s, axis)
     if zp is not None:
-        y = y - expand(zp, axis)  # upstream's worked example subtracts (see pypto/ops/quant.py)
+        y = y + expand(zp, axis)  # the sign of upstream's on-device tests (see pypto/ops/quant.py)
     info = torch.iinfo(dtype)
     return torch.round(y).clamp(info.min, info.max).to(dtype)
 
@@ -40,15 +40,16 @@ def scale_shape(shape, axis):
 def test_quantize(otype, shape, axis):
     x = rand(shape, lo=-3, hi=3)
     s = rand(scale_shape(shape, axis), lo=5, hi=60, seed=1)
-    zp = rand(scale_shape(shape, axis), lo=-150, hi=-100, seed=2) if otype == U8 else None
+    zp = rand(scale_shape(shape, axis), lo=100, hi=150, seed=2) if otype == U8 else None
     inputs = [x, s] + ([zp] if zp is not None else [])
     check_op(lambda a, b, *z: pypto.quantize(a, b, PT[otype], axis, *z), inputs,
              lambda a, b, *z: torch_quantize(a, b, axis, z[0] if z else None, otype), out_dtype=otype)
 
 
-def test_quantize_upstream_example():
+def test_quantize_worked_example():
+    # upstream's API example with the zero point's sign of its on-device tests (+5 maps 1.1 to 6)
     x = torch.tensor([[1.1, -2.2, 3.3, -4.4]] * 3)
-    s, zp = torch.ones(3), torch.full((3,), -5.0)
+    s, zp = torch.ones(3), torch.full((3,), 5.0)
     check_op(lambda a, b: pypto.quantize(a, b, pypto.DT_INT8, -1, None), [x, s],
              lambda a, b: torch.tensor([[1, -2, 3, -4]] * 3, dtype=I8), out_dtype=I8)
     check_op(lambda a, b, z: pypto.quantize(a, b, pypto.DT_UINT8, -1, z), [x, s, zp],
@@ -78,12 +79,13 @@ def test_dequantize(dtype, shape, axis):
     check_op(lambda a, b: pypto.dequantize(a, b, pypto.DT_FP32, axis), [x, s],
              lambda a, b: a.float() * expand(b, axis), out_dtype=FP32)
     check_op(lambda a, b, z: pypto.dequantize(a, b, pypto.DT_FP32, axis, z), [x, s, zp],
-             lambda a, b, z: (a.float() + expand(z, axis)) * expand(b, axis), out_dtype=FP32)
+             lambda a, b, z: (a.float() - expand(z, axis)) * expand(b, axis), out_dtype=FP32)
 
 
-def test_dequantize_upstream_example():
+def test_dequantize_worked_example():
+    # upstream's API example with the zero point's sign of its on-device tests: x - 2
     x = torch.tensor([[1, 2, 3, 4]] * 3, dtype=I8)
-    s, zp = torch.ones(3), torch.full((3,), -2.0)
+    s, zp = torch.ones(3), torch.full((3,), 2.0)
     check_op(lambda a, b, z: pypto.dequantize(a, b, pypto.DT_FP32, -1, z), [x, s, zp],
              lambda a, b, z: torch.tensor([[-1.0, 0.0, 1.0, 2.0]] * 3), out_dtype=FP32)
 

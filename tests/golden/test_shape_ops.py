@@ -223,7 +223,7 @@ def assemble_local(x: pypto.Tensor([4, 8])):
     """Build a local tensor from pieces and return it: rows reversed in two blocks."""
     buf = pypto.tensor([4, 8], pypto.DT_FP32, "buf")
     buf[0:2, :] = x[2:4, :]
-    x[0:2, :].assemble([2, 0], buf)
+    buf.assemble(x[0:2, :], [2, 0])  # the method form: dst.assemble(src, offsets)
     return buf
 
 

@@ -97,6 +97,15 @@ def test_logic_folds():
     assert ev(both, i=0, N=3) is True and ev(both, i=3, N=3) is False and ev(both, i=-1, N=3) is False
 
 
+def test_logic_with_a_constant_keeps_a_truth_value():
+    # `n && 20` is (n != 0), 0 or 1, never n itself (upstream's && and ||)
+    for e in (E.binary("and", N, 20), E.binary("or", 0, N)):
+        assert E.render(e) == "N != 0"
+        assert ev(e, N=5) == 1 and ev(e, N=0) == 0
+    n = pypto.symbolic_scalar("n")
+    assert str(n & pypto.symbolic_scalar(20)) == "n != 0"
+
+
 def test_clamp_extent_is_the_view_rule():
     e = E.clamp_extent(N, E.mul(i, 8), 8)  # min(max(N - 8i, 0), 8)
     assert [ev(e, N=13, i=k) for k in range(3)] == [8, 5, 0]

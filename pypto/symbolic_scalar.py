@@ -1,0 +1,9 @@
+"""Upstream's ``pypto.symbolic_scalar`` module: ``SymbolicScalar`` and the ``SymInt`` annotation.
+
+(``pypto.symbolic_scalar`` the attribute is the class itself, as upstream; ``from
+pypto.symbolic_scalar import SymInt`` reads this module.)
+"""
+
+from .frontend.scalar import SymbolicScalar, SymInt
+
+__all__ = ["SymbolicScalar", "SymInt"]
