@@ -1,0 +1,592 @@
+"""The dependency engine: which earlier accesses to GM a new access must wait for.
+
+Both the numeric runtime (one bounding box per task and operand) and the timing scheduler (one
+box per tile) describe each access as boxes ``[lo, hi)`` over a GM buffer and get RAW, WAR and WAW
+edges from one `RegionIndex`::
+
+    deps = RegionIndex()
+    deps.access(key, first_id, lo, hi, write)   # lo, hi: int arrays [m, rank]: ids first .. first+m-1
+    src, dst, kind = deps.edges()               # deduplicated, in discovery order
+    ptr, succ, npred = deps.csr(n)              # successor lists and predecessor counts
+
+Semantics. Accesses come in program order. The boxes of one `access` call are concurrent: no edge
+joins two of them. A later access may reuse the same ids (another operand of the same tasks); an
+edge never joins an id to itself. For accesses A before B on one buffer whose boxes overlap, at
+least one a write, B is ordered after A: by an edge A -> B or through a chain of edges. Edges
+only join boxes that really overlap (a shared cell is not enough).
+
+How it stays fast. Each buffer is cut into cells (the tile shape the first access gives, or the
+``cell`` hint); each cell keeps the writers since the last covering write and the readers since
+then. A read compares only with writers; a write also with readers, and retires what it covers
+inside each cell: later accesses then meet the covering write, which already follows what it
+retired. So loops over disjoint tiles, accumulators rewritten every iteration and regions read by
+many tasks cost a few dictionary operations per access. Accesses of many boxes at once (a call
+over a large tile grid) and boxes spanning many cells go through numpy: cells are kept in sorted
+blocks (merged like a log-structured tree) and matched with `searchsorted`. Entries in a cell
+accumulate when boxes are much smaller than cells, so pass the tile shape as ``cell`` when the
+first access is not tile-sized (the numeric runtime's task boxes).
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from operator import add, floordiv, le, lt
+
+from ..errors import KernelRuntimeError
+
+
+RAW, WAR, WAW = 0, 1, 2
+KINDS = ("RAW", "WAR", "WAW")
+
+np = None  # numpy, bound by _numpy() where a path needs it: `import pypto` must not import it
+
+
+def _numpy():
+    global np
+    if np is None:
+        import numpy
+
+        np = numpy
+    return np
+
+BULK = 32  # an access of at least this many boxes is matched with numpy (below: Python is faster)
+SMALL_CELLS = 16  # a box over more cells than this is kept whole, not per cell
+DICT_CELLS = 1 << 16  # cells per buffer held as Python objects before moving them to numpy blocks
+_CHUNK = 1 << 22  # candidate pairs examined at once
+
+
+class RegionIndex:
+    """Dependency edges between accesses to GM buffers, within one scope (a device task, a call)."""
+
+    def __init__(self):
+        self._buffers: dict = {}
+        self._src, self._dst, self._kind = array("q"), array("q"), array("b")
+        self._chunks: list = []  # numpy (src, dst, kind) batches, in discovery order with the arrays
+        self._edges = None
+
+    # ---- recording -------------------------------------------------------------------------------
+    def access(self, buffer, first: int, lo, hi, write: bool, cell=None) -> None:
+        """Record an access of ``buffer`` (any hashable key) by ids ``first .. first+m-1``.
+
+        ``lo``/``hi`` are int arrays ``[m, rank]`` (box k belongs to id ``first + k``) or, for a
+        single box, two sequences of Python ints. ``cell`` (a tile shape) sets the buffer's cell
+        size on its first access; by default it is the extent of the first box.
+        """
+        self._edges = None
+        if not isinstance(lo, (tuple, list)):  # an int array [m, rank]
+            _numpy()
+            lo = lo.reshape(len(lo), -1) if lo.ndim != 2 else lo
+            hi = hi.reshape(len(hi), -1) if hi.ndim != 2 else hi
+            m = lo.shape[0]
+            if m == 0:
+                return
+            buf = self._buffer(buffer, lo.shape[1], cell, lo[0].tolist(), hi[0].tolist())
+            if m >= BULK:
+                self._bulk(buf, first, lo.astype(np.int64, copy=False), hi.astype(np.int64, copy=False), write)
+            elif m == 1:
+                plan = self._query(buf, first, tuple(lo[0].tolist()), tuple(hi[0].tolist()), write)
+                if plan is not None:
+                    self._commit(buf, (plan,), write)
+            else:
+                plans = [self._query(buf, first + k, tuple(a), tuple(b), write)
+                         for k, (a, b) in enumerate(zip(lo.tolist(), hi.tolist()))]
+                self._commit(buf, [p for p in plans if p is not None], write)
+            return
+        lo, hi = tuple(lo), tuple(hi)
+        buf = self._buffers.get(buffer)
+        if buf is None or buf.rank != len(lo):
+            buf = self._buffer(buffer, len(lo), cell, lo, hi)
+        plan = self._query(buf, first, lo, hi, write)
+        if plan is not None:
+            self._commit(buf, (plan,), write)
+
+    def _buffer(self, key, rank, cell, lo0, hi0):
+        buf = self._buffers.get(key)
+        if buf is None:
+            if cell is None:
+                cell = [int(b) - int(a) for a, b in zip(lo0, hi0)]
+            buf = self._buffers[key] = _Buffer(rank, tuple(max(1, int(c)) for c in cell))
+        elif buf.rank != rank:
+            raise KernelRuntimeError(f"internal: GM buffer {key!r} accessed with rank {rank} after rank {buf.rank}")
+        return buf
+
+    # ---- results ---------------------------------------------------------------------------------
+    def edges(self):
+        """``(src, dst, kind)`` int64/int64/int8 arrays: one edge per ordered pair (the kind found
+        first), in the order they were found. ``KINDS[kind]`` names the kind."""
+        if self._edges is None:
+            _numpy()
+            src, dst, kind = self._gather()
+            if len(src) > 1:
+                key = src * (int(dst.max()) + 1) + dst
+                _, first = np.unique(key, return_index=True)
+                if len(first) < len(src):
+                    first.sort()
+                    src, dst, kind = src[first], dst[first], kind[first]
+            self._edges = (src, dst, kind)
+        return self._edges
+
+    def edge_list(self) -> list:
+        """The edges as ``(src, dst, "RAW"|"WAR"|"WAW")`` tuples."""
+        if not self._chunks:  # only one-box accesses so far: no numpy needed
+            first: dict = {}
+            for s, d, k in zip(self._src, self._dst, self._kind):
+                first.setdefault((s, d), k)
+            return [(s, d, KINDS[k]) for (s, d), k in first.items()]
+        src, dst, kind = self.edges()
+        return [(s, d, KINDS[k]) for s, d, k in zip(src.tolist(), dst.tolist(), kind.tolist())]
+
+    def csr(self, n: int):
+        """``(ptr, succ, npred)`` over ids ``0 .. n-1``: the successors of id i are
+        ``succ[ptr[i]:ptr[i+1]]`` (in the order found), ``npred[i]`` counts its predecessors."""
+        src, dst, _ = self.edges()  # binds np
+        order = np.argsort(src, kind="stable")
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=n)[:n], out=ptr[1:])
+        return ptr, dst[order], np.bincount(dst, minlength=n)[:n]
+
+    def __len__(self) -> int:
+        return len(self.edges()[0])
+
+    def _gather(self):
+        self._flush_edges()
+        if not self._chunks:
+            z = np.zeros(0, dtype=np.int64)
+            return z, z.copy(), np.zeros(0, dtype=np.int8)
+        if len(self._chunks) > 1:
+            self._chunks = [tuple(np.concatenate(c) for c in zip(*self._chunks))]
+        return self._chunks[0]
+
+    def _flush_edges(self):
+        if len(self._src):
+            _numpy()
+            self._chunks.append((np.frombuffer(self._src, dtype=np.int64).copy(),
+                                 np.frombuffer(self._dst, dtype=np.int64).copy(),
+                                 np.frombuffer(self._kind, dtype=np.int8).copy()))
+            # cleared in place: the per-cell path holds these arrays in locals
+            del self._src[:], self._dst[:], self._kind[:]
+
+    def _emit(self, src, dst, kind):
+        if len(src):
+            self._flush_edges()
+            self._chunks.append((src.astype(np.int64), dst.astype(np.int64), kind.astype(np.int8)))
+
+    # ---- a few boxes: Python objects per cell --------------------------------------------------
+    def _query(self, buf, i, lo, hi, write):
+        """Edges into box ``[lo, hi)`` of id ``i``; returns what `_commit` needs to retire and
+        insert it (None for an empty box)."""
+        size = buf.cell
+        clo = tuple(map(floordiv, lo, size))
+        chi = tuple(map(floordiv, map(add, hi, buf.minus1), size))
+        if any(map(le, hi, lo)):
+            return None  # an empty box touches nothing
+        if clo == chi:
+            keys = (clo,)
+        else:
+            count = 1
+            for x, y in zip(clo, chi):
+                count *= y - x + 1
+            if count > SMALL_CELLS:
+                return self._big(buf, i, lo, hi, clo, chi, write)
+            keys = tuple(itertools.product(*[range(x, y + 1) for x, y in zip(clo, chi)]))
+        src, dst, kinds = self._src, self._dst, self._kind
+        kw = WAW if write else RAW
+        cells = buf.cells
+        recs = []
+        for ck in keys:
+            rec = cells.get(ck)
+            recs.append(rec)
+            if rec is None:
+                continue
+            for e in rec[0]:
+                if e[0] != i and all(map(lt, e[1], hi)) and all(map(lt, lo, e[2])):
+                    src.append(e[0]), dst.append(i), kinds.append(kw)
+            if write:
+                for e in rec[1]:
+                    if e[0] != i and all(map(lt, e[1], hi)) and all(map(lt, lo, e[2])):
+                        src.append(e[0]), dst.append(i), kinds.append(WAR)
+        big = buf.big
+        if big[0] or big[1]:
+            for e in big[0]:
+                if e[0] != i and all(map(lt, e[1], hi)) and all(map(lt, lo, e[2])):
+                    src.append(e[0]), dst.append(i), kinds.append(kw)
+            if write:
+                for e in big[1]:
+                    if e[0] != i and all(map(lt, e[1], hi)) and all(map(lt, lo, e[2])):
+                        src.append(e[0]), dst.append(i), kinds.append(WAR)
+        dead = None
+        blocks = buf.blocks
+        if blocks[0] or blocks[1]:
+            near = [blk for side in ((0, 1) if write else (0,)) for blk in blocks[side] if blk.near(clo, chi)]
+            if near:
+                n_q = len(keys)
+                dead = self._match_blocks(buf, np.array(keys, dtype=np.int64).reshape(n_q, buf.rank),
+                                          np.array([lo] * n_q, dtype=np.int64), np.array([hi] * n_q, dtype=np.int64),
+                                          np.full(n_q, i, dtype=np.int64), write, near)
+        return i, lo, hi, keys, recs, dead
+
+    def _commit(self, buf, plans, write):
+        """Retire what the written boxes cover (only now: every box of one access had to meet the
+        old entries first), then insert the boxes."""
+        size, cells = buf.cell, buf.cells
+        if write:
+            for i, lo, hi, keys, recs, dead in plans:
+                if keys is None:
+                    _retire_listed(buf.big, lo, hi)  # a box over few cells cannot cover a big one
+                else:
+                    for ck, rec in zip(keys, recs):
+                        if rec is not None and (rec[0] or rec[1]):
+                            _retire_cell(rec, ck, size, lo, hi)
+                if dead:
+                    _kill(dead)
+        side = 0 if write else 1
+        fresh = len(plans) > 1  # a box over many cells may have spilled the cells the others saw
+        for i, lo, hi, keys, recs, dead in plans:
+            entry = (i, lo, hi)
+            if keys is None:
+                buf.big[side].append(entry)
+                continue
+            for ck, rec in zip(keys, recs):
+                if rec is None or fresh:
+                    rec = cells.get(ck)  # another box of this access may have made it
+                    if rec is None:
+                        rec = cells[ck] = ([], [])
+                rec[side].append(entry)
+        if len(cells) > DICT_CELLS:
+            self._spill(buf)
+
+    def _big(self, buf, i, lo, hi, clo, chi, write):
+        """A box over many cells: matched against everything with numpy, kept whole."""
+        _numpy()
+        if buf.cells:
+            self._spill(buf)
+        kw = WAW if write else RAW
+        src, dst, kinds = self._src, self._dst, self._kind
+        for side, kind in ((0, kw), (1, WAR)) if write else ((0, kw),):
+            for e in buf.big[side]:
+                if e[0] != i and all(map(lt, e[1], hi)) and all(map(lt, lo, e[2])):
+                    src.append(e[0]), dst.append(i), kinds.append(kind)
+        dead = []
+        alo, ahi, size = np.asarray(lo), np.asarray(hi), np.asarray(buf.cell)
+        for side in (0, 1) if write else (0,):
+            for blk in buf.blocks[side]:
+                if not blk.near(clo, chi):
+                    continue
+                rows = blk.in_cell_range(clo, chi)
+                rows = rows[blk.alive[rows]]
+                if not len(rows):
+                    continue
+                (blo, bhi), ids = blk.boxes(rows), blk.ids_of(rows)
+                hit = np.all((blo < ahi) & (alo < bhi), axis=1) & (ids != i)
+                n_hit = int(np.count_nonzero(hit))
+                self._emit(ids[hit], np.full(n_hit, i), np.full(n_hit, kw if side == 0 else WAR))
+                if write:
+                    c0 = blk.cells_of(rows) * size
+                    covered = np.all((np.maximum(blo, c0) >= alo) & (np.minimum(bhi, c0 + size) <= ahi), axis=1)
+                    dead.append((blk, rows[covered]))
+        return i, lo, hi, None, None, dead
+
+    # ---- many boxes: numpy blocks ------------------------------------------------------------------
+    def _bulk(self, buf, first, lo, hi, write):
+        ids = np.arange(first, first + len(lo), dtype=np.int64)
+        keep = np.all(hi > lo, axis=1)
+        if not keep.all():
+            ids, lo, hi = ids[keep], lo[keep], hi[keep]
+            if not len(ids):
+                return
+        if buf.cells:
+            self._spill(buf)
+        size = np.asarray(buf.cell, dtype=np.int64)
+        clo, chi = lo // size, (hi - 1) // size
+        # one row per (box, cell it touches)
+        span = chi - clo + 1
+        count = np.prod(span, axis=1)
+        if (count == 1).all():
+            rid, rcell = None, clo  # one cell per box: rows are the boxes themselves
+        else:
+            rid = np.repeat(np.arange(len(ids)), count)
+            within = np.arange(len(rid)) - np.repeat(np.cumsum(count) - count, count)
+            rcell = np.empty((len(rid), buf.rank), dtype=np.int64)
+            for d in range(buf.rank - 1, -1, -1):
+                s = span[rid, d]
+                rcell[:, d] = clo[rid, d] + within % s
+                within //= s
+        kw = WAW if write else RAW
+        for side, kind in ((0, kw), (1, WAR)):
+            if side == 1 and not write:
+                break
+            for e in buf.big[side]:
+                elo, ehi = np.asarray(e[1]), np.asarray(e[2])
+                hit = np.all((lo < ehi) & (elo < hi), axis=1) & (ids != e[0])
+                self._emit(np.full(int(hit.sum()), e[0]), ids[hit], np.full(int(hit.sum()), kind))
+        if rid is None:
+            dead = self._match_blocks(buf, rcell, lo, hi, ids, write)
+        else:
+            dead = self._match_blocks(buf, rcell, lo[rid], hi[rid], ids[rid], write)
+        if write:
+            _kill(dead)
+            for side in (0, 1):
+                kept = []
+                for e in buf.big[side]:
+                    elo, ehi = np.asarray(e[1]), np.asarray(e[2])
+                    if not np.all((lo <= elo) & (ehi <= hi), axis=1).any():
+                        kept.append(e)
+                buf.big[side][:] = kept
+        if rid is None:
+            buf.add_block(0 if write else 1, _Block.build(rcell, ids, lo, hi, buf.cell))
+        else:
+            buf.add_block(0 if write else 1, _Block.build(rcell, ids[rid], lo[rid], hi[rid], buf.cell))
+
+    def _match_blocks(self, buf, qcell, qlo, qhi, qid, write, only=None):
+        """Edges from block entries sharing a cell with query rows (cell, box, id); for a write,
+        the (block, rows) its boxes cover inside the shared cell, to retire afterwards."""
+        kw = WAW if write else RAW
+        dead = []
+        size = np.asarray(buf.cell, dtype=np.int64)
+        if only is None:  # blocks whose cells the query cannot reach are skipped without numpy work
+            qmin, qmax = qcell.min(axis=0).tolist(), qcell.max(axis=0).tolist()
+        for side in (0, 1) if write else (0,):
+            kind = kw if side == 0 else WAR
+            for blk in buf.blocks[side]:
+                if only is not None:
+                    if not any(blk is b for b in only):
+                        continue
+                elif not blk.near(qmin, qmax):
+                    continue
+                for qi, bi in blk.pairs(qcell):
+                    bi_ok = blk.alive[bi]
+                    qi, bi = qi[bi_ok], bi[bi_ok]
+                    (blo, bhi), bid = blk.boxes(bi), blk.ids_of(bi)
+                    lo, hi, ids = qlo[qi], qhi[qi], qid[qi]
+                    hit = np.all((blo < hi) & (lo < bhi), axis=1)
+                    other = hit & (bid != ids)
+                    self._emit(bid[other], ids[other], np.full(int(other.sum()), kind))
+                    if write:
+                        c0 = qcell[qi] * size
+                        covered = hit & np.all((np.maximum(blo, c0) >= lo) & (np.minimum(bhi, c0 + size) <= hi),
+                                               axis=1)
+                        if covered.any():
+                            dead.append((blk, bi[covered]))
+        return dead
+
+    def _spill(self, buf):
+        """Move the per-cell Python entries of ``buf`` into numpy blocks."""
+        _numpy()
+        for side in (0, 1):
+            cells, ids, los, his = [], [], [], []
+            for ck, rec in buf.cells.items():
+                for i, lo, hi in rec[side]:
+                    cells.append(ck), ids.append(i), los.append(lo), his.append(hi)
+            if ids:
+                r = buf.rank
+                buf.add_block(side, _Block.build(np.array(cells, dtype=np.int64).reshape(-1, r),
+                                                 np.array(ids, dtype=np.int64),
+                                                 np.array(los, dtype=np.int64).reshape(-1, r),
+                                                 np.array(his, dtype=np.int64).reshape(-1, r), buf.cell))
+        buf.cells = {}
+
+
+class _Buffer:
+    __slots__ = ("rank", "cell", "minus1", "cells", "big", "blocks")
+
+    def __init__(self, rank, cell):
+        self.rank = rank
+        self.cell = cell
+        self.minus1 = (-1,) * rank
+        self.cells: dict = {}  # cell coords -> ([writer entries], [reader entries]); entry (id, lo, hi)
+        self.big = ([], [])  # boxes over many cells: writers, readers
+        self.blocks = ([], [])  # numpy blocks of writers and of readers, largest first
+
+    def add_block(self, side, blk):
+        stack = self.blocks[side]
+        stack[:] = [b for b in stack if b.n_alive]
+        stack.append(blk)
+        # tiered merging: four blocks of one size class (powers of 4) become one of the next, so
+        # there are O(log n) blocks and each row is copied O(log n) times
+        while len(stack) >= _TIER and len({_tier(b) for b in stack[-_TIER:]}) == 1:
+            merged = _Block.merge(stack[-_TIER:])
+            del stack[-_TIER:]
+            stack.append(merged)
+
+
+_TIER = 4
+
+
+def _tier(blk) -> int:
+    return blk.n_alive.bit_length() // 2  # log4
+
+
+class _Block:
+    """Entries (cell, id, box) sorted by cell: each cell's coordinates linearised in the block's
+    own bounding range of cells. Regular tile grids compress to almost nothing: keys that are
+    0..n-1, ids that are consecutive and boxes that are exactly their cells are not stored."""
+
+    __slots__ = ("n", "key", "ids", "id0", "lo", "hi", "size", "alive", "n_alive", "base", "radix", "stride",
+                 "cmin", "cmax")
+
+    @classmethod
+    def build(cls, cells, ids, lo, hi, size):
+        self = cls()
+        self.n = n = len(cells)
+        self.size = np.asarray(size, dtype=np.int64)
+        self.base = cells.min(axis=0)
+        self.radix = cells.max(axis=0) - self.base + 1
+        self.cmin = tuple(self.base.tolist())
+        self.cmax = tuple((self.base + self.radix - 1).tolist())
+        stride = np.ones(len(self.radix), dtype=np.int64)
+        total = 1
+        for d in range(len(self.radix) - 1, -1, -1):
+            stride[d] = total
+            total *= int(self.radix[d])
+        if total >= 1 << 62:
+            raise KernelRuntimeError("internal: too many cells in one GM buffer for the dependency index")
+        self.stride = stride
+        key = (cells - self.base) @ stride
+        step = np.diff(key)
+        if n > 1 and (step < 0).any():
+            order = np.argsort(key, kind="stable")
+            key, cells, ids, lo, hi = key[order], cells[order], ids[order], lo[order], hi[order]
+            step = np.diff(key)
+        self.key = None if key[0] == 0 and (step == 1).all() else key  # None: the keys are 0 .. n-1
+        id_step = np.diff(ids)
+        if (id_step == 1).all():
+            self.ids, self.id0 = None, int(ids[0])  # None: ids are id0 .. id0+n-1
+        else:
+            self.ids, self.id0 = _narrow(ids), 0
+        c0 = cells * self.size
+        if (lo == c0).all() and (hi == c0 + self.size).all():
+            self.lo = self.hi = None  # None: each box is its cell
+        else:
+            self.lo, self.hi = _narrow(lo), _narrow(hi)
+        self.alive = np.ones(n, dtype=bool)
+        self.n_alive = n
+        return self
+
+    @classmethod
+    def merge(cls, blocks):
+        parts = [blk.live() for blk in blocks]
+        return cls.build(*(np.concatenate([p[k] for p in parts]) for k in range(4)), blocks[0].size)
+
+    def keys(self, rows):
+        return rows if self.key is None else self.key[rows]
+
+    def ids_of(self, rows):
+        return rows + self.id0 if self.ids is None else self.ids[rows].astype(np.int64)
+
+    def boxes(self, rows):
+        """(lo, hi) int64 arrays of the given rows."""
+        if self.lo is None:
+            lo = self.cells_of(rows) * self.size
+            return lo, lo + self.size
+        return self.lo[rows].astype(np.int64), self.hi[rows].astype(np.int64)
+
+    def search(self, key, side):
+        if self.key is None:
+            return np.clip(key + (side == "right"), 0, self.n)
+        return np.searchsorted(self.key, key, side)
+
+    def live(self):
+        rows = np.nonzero(self.alive)[0]
+        return (self.cells_of(rows), self.ids_of(rows)) + self.boxes(rows)
+
+    def near(self, clo, chi) -> bool:
+        """Whether the inclusive cell range [clo, chi] meets the block's range of cells (a cheap
+        Python test before any numpy work)."""
+        for a, b, x, y in zip(clo, chi, self.cmin, self.cmax):
+            if b < x or a > y:
+                return False
+        return True
+
+    def cells_of(self, rows):
+        k = self.keys(rows)
+        out = np.empty((len(rows), len(self.radix)), dtype=np.int64)
+        for d in range(len(self.radix)):
+            out[:, d] = k // self.stride[d]
+            k = k - out[:, d] * self.stride[d]
+        return out + self.base
+
+    def pairs(self, qcell):
+        """(query row, block row) pairs that share a cell, in chunks."""
+        rel = qcell - self.base
+        inside = np.all((rel >= 0) & (rel < self.radix), axis=1)
+        q = np.nonzero(inside)[0]
+        if not len(q):
+            return
+        key = rel[q] @ self.stride
+        a = self.search(key, "left")
+        count = self.search(key, "right") - a
+        nz = count > 0
+        q, a, count = q[nz], a[nz], count[nz]
+        if not len(q):
+            return
+        if (count == 1).all():  # the common case: one entry per cell
+            yield q, a
+            return
+        ends = np.cumsum(count)
+        start = 0
+        while start < len(q):
+            stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + _CHUNK, "right"))
+            stop = max(stop, start + 1)
+            c = count[start:stop]
+            offs = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+            yield np.repeat(q[start:stop], c), np.repeat(a[start:stop], c) + offs
+            start = stop
+
+    def in_cell_range(self, clo, chi):
+        """Rows whose cell lies in the inclusive cell range [clo, chi]."""
+        lo = np.maximum(np.asarray(clo) - self.base, 0)
+        hi = np.minimum(np.asarray(chi) - self.base, self.radix - 1)
+        if np.any(lo > hi):
+            return np.zeros(0, dtype=np.int64)
+        a = int(self.search(np.int64(lo @ self.stride), "left"))
+        b = int(self.search(np.int64(hi @ self.stride), "right"))
+        rows = np.arange(a, b)
+        if len(self.radix) > 1:
+            cells = self.cells_of(rows) - self.base
+            rows = rows[np.all((cells >= lo) & (cells <= hi), axis=1)]
+        return rows
+
+
+def _narrow(a):
+    """``a`` as int32 when its values fit (half the memory), else as is."""
+    if len(a) and (a.max() >= 2 ** 31 or a.min() < -2 ** 31):
+        return a
+    return a.astype(np.int32)
+
+
+def _retire_cell(rec, ck, size, lo, hi):
+    """Drop the entries of one cell that the write box [lo, hi) covers inside that cell."""
+    whole = True
+    for c, s, a, b in zip(ck, size, lo, hi):
+        if a > c * s or b < c * s + s:
+            whole = False
+            break
+    if whole:
+        rec[0].clear()
+        rec[1].clear()
+        return
+    for side in rec:
+        if side:
+            side[:] = [e for e in side if not _covered_in_cell(e, ck, size, lo, hi)]
+
+
+def _covered_in_cell(e, ck, size, lo, hi) -> bool:
+    for elo, ehi, c, s, a, b in zip(e[1], e[2], ck, size, lo, hi):
+        if max(elo, c * s) < a or min(ehi, c * s + s) > b:
+            return False
+    return True
+
+
+def _retire_listed(lists, lo, hi):
+    for side in lists:
+        if side:
+            side[:] = [e for e in side if not all(a <= x and y <= b for a, b, x, y in zip(lo, hi, e[1], e[2]))]
+
+
+def _kill(dead):
+    for blk, rows in dead:
+        if len(rows):
+            rows = np.unique(rows)  # one row may be covered by several boxes
+            blk.n_alive -= int(np.count_nonzero(blk.alive[rows]))
+            blk.alive[rows] = False
