@@ -18,6 +18,7 @@ from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop
 from ..passes.segments import RootCall
+from .stream import RootStream
 
 np = LazyModule("numpy")
 
@@ -139,8 +140,8 @@ class Stitcher:
         self._seq = itertools.count()
         self._task_ids = itertools.count()
         self._regions: dict = {}
-        # what the timing simulator replays: ("root", index, env, params read, parallel) / ("flush",)
-        self.stream: list = []
+        # what the timing simulator replays: root instances and flush markers
+        self.stream = RootStream()
         self.loads: set = set()  # parameters whose elements control flow read since the last root
         self.parallel = 0  # depth of enclosing pypto.loop(parallel=True)
 
@@ -170,7 +171,7 @@ class Stitcher:
             dt.tasks.append(task)
         # the replay record: control flow that read tensor values since the last root waits for
         # the device (unless ready on host); the stitch limit itself is the simulator's to apply
-        self.stream.append(("root", index, dict(env), frozenset(self.loads), self.parallel > 0, read))
+        self.stream.append_root(index, env, self.loads, self.parallel > 0, read)
         self.loads.clear()
         if len(dt.roots) >= self.max_roots:
             self.flush(marker=False)
@@ -202,7 +203,7 @@ class Stitcher:
         """Submit the current device task; ``marker`` records a program-imposed boundary
         (``submit_before_loop``) that a replay under other options must keep."""
         if marker:
-            self.stream.append(("flush",))
+            self.stream.flush_marker()
         if self.current is not None and self.current.tasks:
             self.submit(self.current)
         if self.current is not None:

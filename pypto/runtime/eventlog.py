@@ -162,3 +162,54 @@ class AicpuSpans(_Columns):
         else:
             detail = ""
         return AicpuEvent("control" if th < 0 else f"sched{th}", name, start, end, detail)
+
+
+def merged_bars(tl, gap: float) -> tuple:
+    """Bars for drawing a huge timeline: on each lane (core or AICPU thread), consecutive spans
+    less than ``gap`` cycles apart become one bar. Returns (task bars, AICPU bars), each a list
+    of ``(lane, group, start, end, count)``; the group is the leaf (or span name) of the first
+    span in the bar."""
+    return _merge(*_task_columns(tl.events), gap), _merge(*_aicpu_columns(tl.aicpu), gap)
+
+
+def _task_columns(ev):
+    if isinstance(ev, TaskEvents):
+        leaves = [c.leaf.name for c in ev.classes]
+        return (np.asarray(ev.core_names, dtype=object), ev.core.astype(np.int64), ev.start, ev.end,
+                np.asarray(leaves, dtype=object)[ev.cls] if leaves else np.zeros(0, dtype=object))
+    return _generic([(e.core, e.leaf, e.start, e.end) for e in ev])
+
+
+def _aicpu_columns(spans):
+    if isinstance(spans, AicpuSpans):
+        c_thread = spans.owner(spans.done).astype(np.int64) if len(spans.done) else np.zeros(0, dtype=np.int64)
+        lane = np.concatenate([c_thread, spans.thread.astype(np.int64)]) + 1  # 0: control, 1 + i: sched<i>
+        names = np.asarray(SPAN_NAMES, dtype=object)
+        group = np.concatenate([names[np.full(len(c_thread), 3)], names[spans.name.astype(np.int64)]])
+        n_lanes = int(lane.max()) + 1 if len(lane) else 1
+        lane_names = np.asarray(["control"] + [f"sched{i}" for i in range(n_lanes - 1)], dtype=object)
+        return lane_names, lane, np.concatenate([spans.c_start, spans.start]), spans.ends, group
+    return _generic([(a.thread, a.name, a.start, a.end) for a in spans])
+
+
+def _generic(rows):
+    names = sorted({r[0] for r in rows})
+    code = {n: i for i, n in enumerate(names)}
+    return (np.asarray(names, dtype=object), np.asarray([code[r[0]] for r in rows], dtype=np.int64),
+            np.asarray([r[2] for r in rows], dtype=np.int64), np.asarray([r[3] for r in rows], dtype=np.int64),
+            np.asarray([r[1] for r in rows], dtype=object))
+
+
+def _merge(lane_names, lane, start, end, group, gap):
+    n = len(lane)
+    if not n:
+        return []
+    order = np.lexsort((start, lane))
+    lane, start, end, group = lane[order], start[order], end[order], group[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = (lane[1:] != lane[:-1]) | (start[1:] - end[:-1] > gap)
+    idx = np.nonzero(first)[0]
+    ends = np.maximum.reduceat(end, idx)
+    count = np.diff(np.append(idx, n))
+    return [(lane_names[lane[i]], group[i], int(start[i]), int(e), int(c))
+            for i, e, c in zip(idx.tolist(), ends.tolist(), count.tolist())]

@@ -50,7 +50,8 @@ def _numpy():
         np = numpy
     return np
 
-BULK = 32  # an access of at least this many boxes is matched with numpy (below: Python is faster)
+BULK = 8  # an access of at least this many boxes is matched with numpy (below: Python is faster)
+STAGE_ROWS = 8192  # rows of many-box accesses collected before they become one block
 SMALL_CELLS = 16  # a box over more cells than this is kept whole, not per cell
 DICT_CELLS = 1 << 16  # cells per buffer held as Python objects before moving them to numpy blocks
 _CHUNK = 1 << 22  # candidate pairs examined at once
@@ -217,6 +218,8 @@ class RegionIndex:
                         src.append(e[0]), dst.append(i), kinds.append(WAR)
         dead = None
         blocks = buf.blocks
+        if buf.staged_n[0] or buf.staged_n[1]:
+            buf.reach((0, 1) if write else (0,), clo, chi)
         if blocks[0] or blocks[1]:
             near = [blk for side in ((0, 1) if write else (0,)) for blk in blocks[side] if blk.near(clo, chi)]
             if near:
@@ -269,6 +272,7 @@ class RegionIndex:
                     src.append(e[0]), dst.append(i), kinds.append(kind)
         dead = []
         alo, ahi, size = np.asarray(lo), np.asarray(hi), np.asarray(buf.cell)
+        buf.reach((0, 1) if write else (0,), clo, chi)
         for side in (0, 1) if write else (0,):
             for blk in buf.blocks[side]:
                 if not blk.near(clo, chi):
@@ -334,9 +338,9 @@ class RegionIndex:
                         kept.append(e)
                 buf.big[side][:] = kept
         if rid is None:
-            buf.add_block(0 if write else 1, _Block.build(rcell, ids, lo, hi, buf.cell))
+            buf.stage(0 if write else 1, rcell, ids, lo, hi)
         else:
-            buf.add_block(0 if write else 1, _Block.build(rcell, ids[rid], lo[rid], hi[rid], buf.cell))
+            buf.stage(0 if write else 1, rcell, ids[rid], lo[rid], hi[rid])
 
     def _match_blocks(self, buf, qcell, qlo, qhi, qid, write, only=None):
         """Edges from block entries sharing a cell with query rows (cell, box, id); for a write,
@@ -346,6 +350,7 @@ class RegionIndex:
         size = np.asarray(buf.cell, dtype=np.int64)
         if only is None:  # blocks whose cells the query cannot reach are skipped without numpy work
             qmin, qmax = qcell.min(axis=0).tolist(), qcell.max(axis=0).tolist()
+            buf.reach((0, 1) if write else (0,), qmin, qmax)
         for side in (0, 1) if write else (0,):
             kind = kw if side == 0 else WAR
             for blk in buf.blocks[side]:
@@ -388,7 +393,7 @@ class RegionIndex:
 
 
 class _Buffer:
-    __slots__ = ("rank", "cell", "minus1", "cells", "big", "blocks")
+    __slots__ = ("rank", "cell", "minus1", "cells", "big", "blocks", "staged", "staged_n", "staged_box")
 
     def __init__(self, rank, cell):
         self.rank = rank
@@ -396,7 +401,38 @@ class _Buffer:
         self.minus1 = (-1,) * rank
         self.cells: dict = {}  # cell coords -> ([writer entries], [reader entries]); entry (id, lo, hi)
         self.big = ([], [])  # boxes over many cells: writers, readers
-        self.blocks = ([], [])  # numpy blocks of writers and of readers, largest first
+        self.blocks = ([], [])  # numpy blocks of writers and of readers
+        # rows of recent many-box accesses not yet in a block: a loop moving on through a buffer
+        # never queries them, so they become one block per STAGE_ROWS rows instead of one per access
+        self.staged = ([], [])
+        self.staged_n = [0, 0]
+        self.staged_box = [None, None]  # (min cell, max cell) of the staged rows, as lists
+
+    def stage(self, side, cells, ids, lo, hi):
+        self.staged[side].append((cells, ids, lo, hi))
+        self.staged_n[side] += len(ids)
+        mn, mx = cells.min(axis=0).tolist(), cells.max(axis=0).tolist()
+        box = self.staged_box[side]
+        self.staged_box[side] = (mn, mx) if box is None else \
+            (list(map(min, box[0], mn)), list(map(max, box[1], mx)))
+        if self.staged_n[side] >= STAGE_ROWS:
+            self.unstage(side)
+
+    def unstage(self, side):
+        parts = self.staged[side]
+        if parts:
+            blk = _Block.build(*(p[0] if len(parts) == 1 else np.concatenate(p) for p in zip(*parts)), self.cell)
+            parts.clear()
+            self.staged_n[side] = 0
+            self.staged_box[side] = None
+            self.add_block(side, blk)
+
+    def reach(self, sides, clo, chi):
+        """Move staged rows into blocks where a query over cells [clo, chi] could meet them."""
+        for side in sides:
+            box = self.staged_box[side]
+            if box is not None and all(map(le, box[0], chi)) and all(map(le, clo, box[1])):
+                self.unstage(side)
 
     def add_block(self, side, blk):
         stack = self.blocks[side]
@@ -488,7 +524,11 @@ class _Block:
 
     def live(self):
         rows = np.nonzero(self.alive)[0]
-        return (self.cells_of(rows), self.ids_of(rows)) + self.boxes(rows)
+        cells = self.cells_of(rows)
+        if self.lo is None:
+            lo = cells * self.size
+            return cells, self.ids_of(rows), lo, lo + self.size
+        return (cells, self.ids_of(rows)) + self.boxes(rows)
 
     def near(self, clo, chi) -> bool:
         """Whether the inclusive cell range [clo, chi] meets the block's range of cells (a cheap

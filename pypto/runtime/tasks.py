@@ -56,9 +56,10 @@ class TaskTable:
 class _CallInfo:
     """Per call site: which operands are read and written, byte sizes, and GM buffer identity."""
 
-    __slots__ = ("reads", "writes", "itemsize", "symbolic", "global_keys", "per_root", "bufs", "ones", "classes")
+    __slots__ = ("reads", "writes", "itemsize", "symbolic", "global_keys", "per_root", "bufs", "ones", "classes",
+                 "tracked")
 
-    def __init__(self, call, memory_key):
+    def __init__(self, call, memory_key, written):
         self.writes = tuple(call.writes)
         self.reads = tuple(k for k in range(len(call.args)) if k not in call.writes)
         self.itemsize = tuple(call.leaf.params[k][1].itemsize for k in range(len(call.args)))
@@ -70,6 +71,8 @@ class _CallInfo:
         self.bufs = None  # buffer numbers, when no operand is per root instance
         self.ones = tuple((1,) * len(a.shape) for a in call.args)
         self.classes: dict = {}  # (elems, full) -> class, for calls of one tile
+        # a GM value no call writes cannot take part in a conflict: its accesses need no tracking
+        self.tracked = tuple(k for k, a in enumerate(call.args) if a.value.id in written)
 
 
 def build_tasks(lowered, stream, vso: bool, memory_key) -> TaskTable:
@@ -92,6 +95,7 @@ class TaskBuilder:
         self.class_ids: dict = {}
         self.info: dict = {}
         self.rank = max((len(a.shape) for r in lowered.roots for c in r.calls for a in c.args), default=0)
+        self.written = {c.args[k].value.id for r in lowered.roots for c in r.calls for k in c.writes}
         # line entries (GM buffer, tile origin) of every read and write, in task order
         self.buffers: dict = {}
         self.lines = {"r": _Lines(self.rank), "w": _Lines(self.rank)}
@@ -130,7 +134,7 @@ class TaskBuilder:
             return
         info = self.info.get(call.id)
         if info is None:
-            info = self.info[call.id] = _CallInfo(call, self.memory_key)
+            info = self.info[call.id] = _CallInfo(call, self.memory_key, self.written)
         first = self.n
         self.n += m
         if info.per_root:
@@ -157,7 +161,8 @@ class TaskBuilder:
             for k in writes:
                 one(first, bufs[k], offs[k])
             access = self.deps.access
-            for k, lo in enumerate(offs):
+            for k in info.tracked:
+                lo = offs[k]
                 # cells: the tile, or the valid part when a tile is never filled (a row of a wide tile)
                 access(keys[k], first, lo, list(map(add, lo, vals[k])), k in writes,
                        cell=list(map(max, map(min, tiles[k], vals[k]), info.ones[k])))
@@ -179,7 +184,7 @@ class TaskBuilder:
         self.cls_parts.append(ids)
         self.lines["r"].many(first, m, [(bufs[k], offsets[k]) for k in info.reads])
         self.lines["w"].many(first, m, [(bufs[k], offsets[k]) for k in info.writes])
-        for k in range(len(call.args)):
+        for k in info.tracked:
             cell = np.maximum(np.minimum(np.asarray(tiles[k], dtype=np.int64), valid[k].max(axis=0)), 1) \
                 if valid[k].shape[1] else ()
             self.deps.access(keys[k], first, offsets[k], offsets[k] + valid[k], k in writes, cell=cell)

@@ -55,19 +55,22 @@ def _run(calls, cell, single=False):
 
 
 def _accesses(calls, single):
-    """Flattened accesses (order, buffer, id, lo, hi, write); boxes of one access share ``order``."""
+    """Flattened accesses (order, buffer, id, lo, hi, write) with tuple boxes; boxes of one
+    access share ``order``."""
     out, order = [], 0
     for first, m, ops in calls:
         for buf, write, lo, hi in ops:
             for k in range(m):
-                out.append((order + (k if single else 0), buf, first + k, lo[k], hi[k], write))
+                out.append((order + (k if single else 0), buf, first + k, tuple(lo[k].tolist()),
+                            tuple(hi[k].tolist()), write))
             order += m if single else 1
     return out
 
 
 def _overlap(alo, ahi, blo, bhi):
     """Boxes share an element (an empty box shares none)."""
-    return bool(np.all(alo < ahi) and np.all(blo < bhi) and np.all((alo < bhi) & (blo < ahi)))
+    return all(a < b for a, b in zip(alo, ahi)) and all(a < b for a, b in zip(blo, bhi)) and \
+        all(a < d and c < b for a, b, c, d in zip(alo, ahi, blo, bhi))
 
 
 def _closure(n, src, dst):
@@ -82,6 +85,7 @@ def _check(calls, n, deps, single):
     src, dst, kind = deps.edges()
     assert len(set(zip(src.tolist(), dst.tolist()))) == len(src), "an ordered pair has two edges"
     assert not np.any(src == dst)
+    assert deps.edge_list() == [(s, d, KINDS[k]) for s, d, k in zip(src.tolist(), dst.tolist(), kind.tolist())]
     acc = _accesses(calls, single)
     reach = _closure(n, src, dst)
     conflicts = set()
@@ -96,18 +100,21 @@ def _check(calls, n, deps, single):
         assert (s, d, KINDS[k]) in conflicts, f"edge {s}->{d} {KINDS[k]} joins accesses that do not conflict"
 
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 @pytest.fixture(params=["python", "numpy", "spill"])
 def path(request, monkeypatch):
     """Run each property through the per-cell Python path, the numpy block path, and with tiny
-    limits that send boxes to the whole-box lists and spill cells into blocks mid-program."""
+    limits that send boxes to the whole-box lists, spill cells into blocks mid-program and turn
+    staged rows into blocks by size."""
     if request.param == "numpy":
         monkeypatch.setattr(R, "BULK", 1)
     elif request.param == "spill":
         monkeypatch.setattr(R, "SMALL_CELLS", 2)
         monkeypatch.setattr(R, "DICT_CELLS", 3)
+        monkeypatch.setattr(R, "BULK", 3)
+        monkeypatch.setattr(R, "STAGE_ROWS", 4)
     return request.param
 
 
