@@ -22,7 +22,8 @@ inside each cell: later accesses then meet the covering write, which already fol
 retired. So loops over disjoint tiles, accumulators rewritten every iteration and regions read by
 many tasks cost a few dictionary operations per access. Accesses of many boxes at once (a call
 over a large tile grid) and boxes spanning many cells go through numpy: cells are kept in sorted
-blocks (merged like a log-structured tree) and matched with `searchsorted`. Entries in a cell
+blocks (`cellblocks.py`, merged like a log-structured tree) and matched with `searchsorted`; the
+rows of a loop moving on through a buffer are staged and become one block per few thousand rows. Entries in a cell
 accumulate when boxes are much smaller than cells, so pass the tile shape as ``cell`` when the
 first access is not tile-sized (the numeric runtime's task boxes).
 """
@@ -35,26 +36,27 @@ from operator import add, floordiv, le, lt
 
 from ..errors import KernelRuntimeError
 
-
 RAW, WAR, WAW = 0, 1, 2
 KINDS = ("RAW", "WAR", "WAW")
-
-np = None  # numpy, bound by _numpy() where a path needs it: `import pypto` must not import it
-
-
-def _numpy():
-    global np
-    if np is None:
-        import numpy
-
-        np = numpy
-    return np
 
 BULK = 8  # an access of at least this many boxes is matched with numpy (below: Python is faster)
 STAGE_ROWS = 8192  # rows of many-box accesses collected before they become one block
 SMALL_CELLS = 16  # a box over more cells than this is kept whole, not per cell
 DICT_CELLS = 1 << 16  # cells per buffer held as Python objects before moving them to numpy blocks
-_CHUNK = 1 << 22  # candidate pairs examined at once
+
+np = None  # numpy, bound by _numpy() where a path needs it: `import pypto` must not import it
+_blocks = None  # the cellblocks module, imported with numpy
+
+
+def _numpy():
+    global np, _blocks
+    if np is None:
+        import numpy
+
+        from . import cellblocks
+
+        np, _blocks = numpy, cellblocks
+    return np
 
 
 class RegionIndex:
@@ -242,7 +244,7 @@ class RegionIndex:
                         if rec is not None and (rec[0] or rec[1]):
                             _retire_cell(rec, ck, size, lo, hi)
                 if dead:
-                    _kill(dead)
+                    _blocks.kill(dead)
         side = 0 if write else 1
         fresh = len(plans) > 1  # a box over many cells may have spilled the cells the others saw
         for i, lo, hi, keys, recs, dead in plans:
@@ -329,7 +331,7 @@ class RegionIndex:
         else:
             dead = self._match_blocks(buf, rcell, lo[rid], hi[rid], ids[rid], write)
         if write:
-            _kill(dead)
+            _blocks.kill(dead)
             for side in (0, 1):
                 kept = []
                 for e in buf.big[side]:
@@ -385,7 +387,7 @@ class RegionIndex:
                     cells.append(ck), ids.append(i), los.append(lo), his.append(hi)
             if ids:
                 r = buf.rank
-                buf.add_block(side, _Block.build(np.array(cells, dtype=np.int64).reshape(-1, r),
+                buf.add_block(side, _blocks.CellBlock.build(np.array(cells, dtype=np.int64).reshape(-1, r),
                                                  np.array(ids, dtype=np.int64),
                                                  np.array(los, dtype=np.int64).reshape(-1, r),
                                                  np.array(his, dtype=np.int64).reshape(-1, r), buf.cell))
@@ -421,7 +423,7 @@ class _Buffer:
     def unstage(self, side):
         parts = self.staged[side]
         if parts:
-            blk = _Block.build(*(p[0] if len(parts) == 1 else np.concatenate(p) for p in zip(*parts)), self.cell)
+            blk = _blocks.CellBlock.build(*(p[0] if len(parts) == 1 else np.concatenate(p) for p in zip(*parts)), self.cell)
             parts.clear()
             self.staged_n[side] = 0
             self.staged_box[side] = None
@@ -440,159 +442,10 @@ class _Buffer:
         stack.append(blk)
         # tiered merging: four blocks of one size class (powers of 4) become one of the next, so
         # there are O(log n) blocks and each row is copied O(log n) times
-        while len(stack) >= _TIER and len({_tier(b) for b in stack[-_TIER:]}) == 1:
-            merged = _Block.merge(stack[-_TIER:])
-            del stack[-_TIER:]
+        while len(stack) >= _blocks.TIER and len({b.tier for b in stack[-_blocks.TIER:]}) == 1:
+            merged = _blocks.CellBlock.merge(stack[-_blocks.TIER:])
+            del stack[-_blocks.TIER:]
             stack.append(merged)
-
-
-_TIER = 4
-
-
-def _tier(blk) -> int:
-    return blk.n_alive.bit_length() // 2  # log4
-
-
-class _Block:
-    """Entries (cell, id, box) sorted by cell: each cell's coordinates linearised in the block's
-    own bounding range of cells. Regular tile grids compress to almost nothing: keys that are
-    0..n-1, ids that are consecutive and boxes that are exactly their cells are not stored."""
-
-    __slots__ = ("n", "key", "ids", "id0", "lo", "hi", "size", "alive", "n_alive", "base", "radix", "stride",
-                 "cmin", "cmax")
-
-    @classmethod
-    def build(cls, cells, ids, lo, hi, size):
-        self = cls()
-        self.n = n = len(cells)
-        self.size = np.asarray(size, dtype=np.int64)
-        self.base = cells.min(axis=0)
-        self.radix = cells.max(axis=0) - self.base + 1
-        self.cmin = tuple(self.base.tolist())
-        self.cmax = tuple((self.base + self.radix - 1).tolist())
-        stride = np.ones(len(self.radix), dtype=np.int64)
-        total = 1
-        for d in range(len(self.radix) - 1, -1, -1):
-            stride[d] = total
-            total *= int(self.radix[d])
-        if total >= 1 << 62:
-            raise KernelRuntimeError("internal: too many cells in one GM buffer for the dependency index")
-        self.stride = stride
-        key = (cells - self.base) @ stride
-        step = np.diff(key)
-        if n > 1 and (step < 0).any():
-            order = np.argsort(key, kind="stable")
-            key, cells, ids, lo, hi = key[order], cells[order], ids[order], lo[order], hi[order]
-            step = np.diff(key)
-        self.key = None if key[0] == 0 and (step == 1).all() else key  # None: the keys are 0 .. n-1
-        id_step = np.diff(ids)
-        if (id_step == 1).all():
-            self.ids, self.id0 = None, int(ids[0])  # None: ids are id0 .. id0+n-1
-        else:
-            self.ids, self.id0 = _narrow(ids), 0
-        c0 = cells * self.size
-        if (lo == c0).all() and (hi == c0 + self.size).all():
-            self.lo = self.hi = None  # None: each box is its cell
-        else:
-            self.lo, self.hi = _narrow(lo), _narrow(hi)
-        self.alive = np.ones(n, dtype=bool)
-        self.n_alive = n
-        return self
-
-    @classmethod
-    def merge(cls, blocks):
-        parts = [blk.live() for blk in blocks]
-        return cls.build(*(np.concatenate([p[k] for p in parts]) for k in range(4)), blocks[0].size)
-
-    def keys(self, rows):
-        return rows if self.key is None else self.key[rows]
-
-    def ids_of(self, rows):
-        return rows + self.id0 if self.ids is None else self.ids[rows].astype(np.int64)
-
-    def boxes(self, rows):
-        """(lo, hi) int64 arrays of the given rows."""
-        if self.lo is None:
-            lo = self.cells_of(rows) * self.size
-            return lo, lo + self.size
-        return self.lo[rows].astype(np.int64), self.hi[rows].astype(np.int64)
-
-    def search(self, key, side):
-        if self.key is None:
-            return np.clip(key + (side == "right"), 0, self.n)
-        return np.searchsorted(self.key, key, side)
-
-    def live(self):
-        rows = np.nonzero(self.alive)[0]
-        cells = self.cells_of(rows)
-        if self.lo is None:
-            lo = cells * self.size
-            return cells, self.ids_of(rows), lo, lo + self.size
-        return (cells, self.ids_of(rows)) + self.boxes(rows)
-
-    def near(self, clo, chi) -> bool:
-        """Whether the inclusive cell range [clo, chi] meets the block's range of cells (a cheap
-        Python test before any numpy work)."""
-        for a, b, x, y in zip(clo, chi, self.cmin, self.cmax):
-            if b < x or a > y:
-                return False
-        return True
-
-    def cells_of(self, rows):
-        k = self.keys(rows)
-        out = np.empty((len(rows), len(self.radix)), dtype=np.int64)
-        for d in range(len(self.radix)):
-            out[:, d] = k // self.stride[d]
-            k = k - out[:, d] * self.stride[d]
-        return out + self.base
-
-    def pairs(self, qcell):
-        """(query row, block row) pairs that share a cell, in chunks."""
-        rel = qcell - self.base
-        inside = np.all((rel >= 0) & (rel < self.radix), axis=1)
-        q = np.nonzero(inside)[0]
-        if not len(q):
-            return
-        key = rel[q] @ self.stride
-        a = self.search(key, "left")
-        count = self.search(key, "right") - a
-        nz = count > 0
-        q, a, count = q[nz], a[nz], count[nz]
-        if not len(q):
-            return
-        if (count == 1).all():  # the common case: one entry per cell
-            yield q, a
-            return
-        ends = np.cumsum(count)
-        start = 0
-        while start < len(q):
-            stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + _CHUNK, "right"))
-            stop = max(stop, start + 1)
-            c = count[start:stop]
-            offs = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
-            yield np.repeat(q[start:stop], c), np.repeat(a[start:stop], c) + offs
-            start = stop
-
-    def in_cell_range(self, clo, chi):
-        """Rows whose cell lies in the inclusive cell range [clo, chi]."""
-        lo = np.maximum(np.asarray(clo) - self.base, 0)
-        hi = np.minimum(np.asarray(chi) - self.base, self.radix - 1)
-        if np.any(lo > hi):
-            return np.zeros(0, dtype=np.int64)
-        a = int(self.search(np.int64(lo @ self.stride), "left"))
-        b = int(self.search(np.int64(hi @ self.stride), "right"))
-        rows = np.arange(a, b)
-        if len(self.radix) > 1:
-            cells = self.cells_of(rows) - self.base
-            rows = rows[np.all((cells >= lo) & (cells <= hi), axis=1)]
-        return rows
-
-
-def _narrow(a):
-    """``a`` as int32 when its values fit (half the memory), else as is."""
-    if len(a) and (a.max() >= 2 ** 31 or a.min() < -2 ** 31):
-        return a
-    return a.astype(np.int32)
 
 
 def _retire_cell(rec, ck, size, lo, hi):
@@ -622,11 +475,3 @@ def _retire_listed(lists, lo, hi):
     for side in lists:
         if side:
             side[:] = [e for e in side if not all(a <= x and y <= b for a, b, x, y in zip(lo, hi, e[1], e[2]))]
-
-
-def _kill(dead):
-    for blk, rows in dead:
-        if len(rows):
-            rows = np.unique(rows)  # one row may be covered by several boxes
-            blk.n_alive -= int(np.count_nonzero(blk.alive[rows]))
-            blk.alive[rows] = False

@@ -113,8 +113,9 @@ def test_huge_timelines_draw_merged_bars(monkeypatch):
     tasks, spans = merged_bars(tl, tl.stats["makespan_cycles"] / 50)
     assert sum(c for *_, c in tasks) == len(tl.events) and sum(c for *_, c in spans) == len(tl.aicpu)
     assert len(tasks) < len(tl.events) and {b[0] for b in tasks} == {e.core for e in tl.events}
-    # plain lists merge the same way
-    assert merged_bars(_as_lists(tl), tl.stats["makespan_cycles"] / 50) == (tasks, spans)
+    # plain lists merge the same way (lanes may come in another order)
+    plain = merged_bars(_as_lists(tl), tl.stats["makespan_cycles"] / 50)
+    assert sorted(plain[0]) == sorted(tasks) and sorted(plain[1]) == sorted(spans)
     monkeypatch.setattr(V, "MAX_BARS", 100)
     fig = V.timeline_figure(tl)
     drawn = sum(len(t.x) for t in fig.data if t.meta["kind"] == "task")
@@ -127,16 +128,17 @@ def test_huge_timelines_draw_merged_bars(monkeypatch):
 
 
 def test_memory_per_task_stays_small():
-    """50k tasks: building and holding the timeline (and its stats) peaks well under 300 bytes
-    per task (the old object-per-task simulator held about 900)."""
-    kernel, args = _flat(50, 16000, (1, 16))
+    """10k tasks: building and holding the timeline (and its stats) peaks well under 300 bytes
+    per task (the object-per-task simulator this replaced peaked near 1.6 KB at 1M tasks)."""
+    kernel, args = _flat(10, 16000, (1, 16))
+    kernel.last_run.timeline.stats  # one-time costs (imports, cost tables) outside the measurement
     kernel(*args)
     gc.collect()
     tracemalloc.start()
     try:
         tl = kernel.last_run.timeline
-        assert tl.stats["tasks"] == 50_000
+        assert tl.stats["tasks"] == 10_000
         held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak / 50_000 < 300 and held / 50_000 < 120, (held / 50_000, peak / 50_000)
+    assert peak / 10_000 < 300 and held / 10_000 < 120, (held / 10_000, peak / 10_000)

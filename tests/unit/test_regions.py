@@ -100,7 +100,8 @@ def _check(calls, n, deps, single):
         assert (s, d, KINDS[k]) in conflicts, f"edge {s}->{d} {KINDS[k]} joins accesses that do not conflict"
 
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 @pytest.fixture(params=["python", "numpy", "spill"])
