@@ -222,7 +222,7 @@ class RegionIndex:
         blocks = buf.blocks
         if buf.staged_n[0] or buf.staged_n[1]:
             buf.reach((0, 1) if write else (0,), clo, chi)
-        if blocks[0] or blocks[1]:
+        if buf.blocks_near(clo, chi, write):
             near = [blk for side in ((0, 1) if write else (0,)) for blk in blocks[side] if blk.near(clo, chi)]
             if near:
                 n_q = len(keys)
@@ -395,7 +395,8 @@ class RegionIndex:
 
 
 class _Buffer:
-    __slots__ = ("rank", "cell", "minus1", "cells", "big", "blocks", "staged", "staged_n", "staged_box")
+    __slots__ = ("rank", "cell", "minus1", "cells", "big", "blocks", "blocks_box", "staged", "staged_n",
+                 "staged_box")
 
     def __init__(self, rank, cell):
         self.rank = rank
@@ -404,6 +405,7 @@ class _Buffer:
         self.cells: dict = {}  # cell coords -> ([writer entries], [reader entries]); entry (id, lo, hi)
         self.big = ([], [])  # boxes over many cells: writers, readers
         self.blocks = ([], [])  # numpy blocks of writers and of readers
+        self.blocks_box = [None, None]  # (min cell, max cell) over each side's blocks, as lists
         # rows of recent many-box accesses not yet in a block: a loop moving on through a buffer
         # never queries them, so they become one block per STAGE_ROWS rows instead of one per access
         self.staged = ([], [])
@@ -436,7 +438,19 @@ class _Buffer:
             if box is not None and all(map(le, box[0], chi)) and all(map(le, clo, box[1])):
                 self.unstage(side)
 
+    def blocks_near(self, clo, chi, write) -> bool:
+        """Whether any block a query over cells [clo, chi] must see may hold such a cell (a loop
+        moving on through a buffer never needs its old blocks)."""
+        for side in (0, 1) if write else (0,):
+            box = self.blocks_box[side]
+            if box is not None and all(map(le, box[0], chi)) and all(map(le, clo, box[1])):
+                return True
+        return False
+
     def add_block(self, side, blk):
+        box = self.blocks_box[side]
+        self.blocks_box[side] = (list(blk.cmin), list(blk.cmax)) if box is None else \
+            (list(map(min, box[0], blk.cmin)), list(map(max, box[1], blk.cmax)))
         stack = self.blocks[side]
         stack[:] = [b for b in stack if b.n_alive]
         stack.append(blk)
