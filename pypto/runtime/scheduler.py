@@ -58,32 +58,20 @@ class _Replay:
         builder = TaskBuilder(lowered, vso, memory_key)
         self.items = array("q")  # root sequence number, or -1 for a flush marker
         self.index, self.parallel, self.loads = array("i"), array("b"), []
-        if isinstance(stream, RootStream):
-            self.env = stream.env
-            for item in stream:  # one pass: flush markers interleaved with roots
-                if item[0] == "root":
-                    n = len(self.index)
-                    self.items.append(n)
-                    self.index.append(item[1])
-                    self.parallel.append(item[4])
-                    self.loads.append(item[3])
-                    builder.add_root(item[1], item[2], item[5])
-                else:
-                    self.items.append(-1)
-        else:
-            envs = []
-            self.env = lambda n: envs[n]
-            for item in stream:
-                if item[0] == "root":
-                    _, index, env, loads, parallel, read = item
-                    self.items.append(len(self.index))
-                    self.index.append(index)
-                    self.parallel.append(bool(parallel))
-                    self.loads.append(loads)
-                    envs.append(env)
-                    builder.add_root(index, env, read)
-                else:
-                    self.items.append(-1)
+        envs = None if isinstance(stream, RootStream) else []  # a RootStream keeps them compactly
+        self.env = stream.env if envs is None else envs.__getitem__
+        for item in stream:
+            if item[0] != "root":
+                self.items.append(-1)
+                continue
+            _, index, env, loads, parallel, read = item
+            self.items.append(len(self.index))
+            self.index.append(index)
+            self.parallel.append(bool(parallel))
+            self.loads.append(loads)
+            if envs is not None:
+                envs.append(env)
+            builder.add_root(index, env, read)
         self.tasks = builder.finish()
 
 
@@ -379,7 +367,11 @@ class _Sim:
             nonlocal submitted_hi
             lo, hi = dt_lo[dt], dt_hi[dt]
             submitted_hi = hi
-            if hi > lo:
+            if hi - lo <= 64:  # a small device task: plain Python beats numpy's call overhead
+                for k in range(lo, hi):
+                    if npred[k] == 0:
+                        queues[ttype[k]].append(k)
+            else:
                 ready = np.nonzero(npred_np[lo:hi] == 0)[0] + lo
                 types = ttype_np[ready]
                 for ty in (0, 1):

@@ -4,6 +4,8 @@ do not conflict; plus the access patterns the engine exists for, edge by edge.""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +13,16 @@ from hypothesis import strategies as st
 
 import pypto.runtime.regions as R
 from pypto.runtime.regions import KINDS, RegionIndex
+
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_hypothesis_gc_callback():
+    """Hypothesis times garbage collection with a gc callback that stays installed; at an xdist
+    worker's shutdown it can be interrupted and print an unraisable-exception warning."""
+    yield
+    gc.callbacks[:] = [cb for cb in gc.callbacks if not getattr(cb, "__module__", "").startswith("hypothesis")]
+
 
 # ---- random programs ---------------------------------------------------------------------------
 
