@@ -17,9 +17,14 @@ from .timeline import AicpuEvent, TaskEvent
 
 
 
+KEEP_ITEMS = 200_000  # sequences up to this long keep the objects they made
+
+
 class _Columns(Sequence):
-    """A sequence whose items are made from numpy columns when first read, then kept (reading
-    an item twice gives the same object, as with a list)."""
+    """A sequence whose items are made from numpy columns when first read. Up to KEEP_ITEMS
+    items they are kept, so reading an item twice gives the same object, as with a list; a longer
+    sequence makes a fresh object each time (holding a million of them would cost more than the
+    whole timeline)."""
 
     _made = None
 
@@ -33,6 +38,8 @@ class _Columns(Sequence):
             raise IndexError("index out of range")
         made = self._made
         if made is None:
+            if n > KEEP_ITEMS:
+                return self._item(i)
             made = self._made = [None] * n
         item = made[i]
         if item is None:

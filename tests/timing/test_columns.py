@@ -61,6 +61,15 @@ def test_sequences_behave_like_lists():
     assert control[0].name == "stitch" and any(a.name == "submit" for a in control)
 
 
+def test_long_sequences_make_items_afresh(monkeypatch):
+    import pypto.runtime.eventlog as L
+
+    monkeypatch.setattr(L, "KEEP_ITEMS", 2)
+    tl = K.run_chains(blocks=2).simulate()
+    assert tl.events[0] == tl.events[0] and tl.events[0] is not tl.events[0]  # equal, not kept
+    assert list(tl.events) == list(tl.events)
+
+
 def test_root_stream_replays_like_the_tuple_form():
     record = K.run_batch_lens()
     stream = record.compiled.executor.last_stream
