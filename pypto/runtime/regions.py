@@ -60,7 +60,19 @@ def _numpy():
 
 
 class RegionIndex:
-    """Dependency edges between accesses to GM buffers, within one scope (a device task, a call)."""
+    """Dependency edges between accesses to GM buffers, within one scope (a device task, a call).
+
+    The numeric runtime's form, one bounding box per task and operand (plain ints, no numpy)::
+
+        deps = RegionIndex()                            # one per device task
+        for t, task in enumerate(tasks):
+            for k, a in enumerate(task.call.args):
+                lo = task.offsets[k].min(axis=0).tolist()
+                hi = (task.offsets[k] + task.valid[k]).max(axis=0).tolist()
+                deps.access(memory.region_key(a.value, task.root.seq), t, lo, hi,
+                            k in task.call.writes, cell=task.tiles[k])
+        edges = deps.edge_list()                        # [(src, dst, "RAW"|"WAR"|"WAW"), ...]
+    """
 
     def __init__(self):
         self._buffers: dict = {}
