@@ -33,9 +33,19 @@ def compiled_html(ck) -> str:
 _COLORS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f")
 
 
+MAX_BARS = 5000  # beyond this many tasks, bars closer than a pixel are drawn as one
+
+
 def timeline_svg(tl, width: int = 800, lane: int = 14, max_lanes: int = 64) -> str:
-    """A static swimlane picture: one lane per core that ran a task, bars coloured by leaf."""
+    """A static swimlane picture: one lane per core that ran a task, bars coloured by leaf (on a
+    timeline of more than MAX_BARS tasks, tasks less than a pixel apart share one bar)."""
     events = tl.events
+    if len(events) > MAX_BARS:
+        from .runtime.eventlog import merged_bars
+
+        span = max(tl.stats["makespan_cycles"], 1)
+        bars, _ = merged_bars(tl, span / max(width - 60, 1))
+        events = [_MergedBar(core, leaf, start, end, count) for core, leaf, start, end, count in bars]
     cores = sorted({e.core for e in events}, key=lambda c: (c[:3], int("".join(ch for ch in c if ch.isdigit()) or 0)))
     cores = cores[:max_lanes]
     span = max(tl.stats["makespan_cycles"], 1)
@@ -53,12 +63,22 @@ def timeline_svg(tl, width: int = 800, lane: int = 14, max_lanes: int = 64) -> s
             continue
         x = left + e.start * scale
         w = max(e.duration * scale, 0.5)
+        what = getattr(e, "label", None) or f"task {e.task}"
         parts.append(f"<rect x='{x:.1f}' y='{y[e.core] + 1}' width='{w:.1f}' height='{lane - 2}' "
-                     f"fill='{color[e.leaf]}'><title>{html.escape(e.leaf)} task {e.task} "
+                     f"fill='{color[e.leaf]}'><title>{html.escape(e.leaf)} {what} "
                      f"{e.duration} cycles</title></rect>")
     parts.append(f"<text x='{left}' y='{len(cores) * lane + 14}'>0 .. {tl.machine.cycles_to_us(span):.1f} µs</text>")
     parts.append("</svg>")
     return "".join(parts)
+
+
+class _MergedBar:
+    """Tasks drawn as one bar (same attributes as a TaskEvent where the picture reads them)."""
+
+    def __init__(self, core, leaf, start, end, count):
+        self.core, self.leaf, self.start, self.end, self.count = core, leaf, start, end, count
+        self.duration = end - start
+        self.label = f"{count} tasks" if count > 1 else "1 task"
 
 
 def timeline_html(tl) -> str:

@@ -19,6 +19,7 @@ from ..ir import expr as E
 from ..ir.graph import Branch, Loop
 from ..ir.tile import leaf_symbols
 from ..passes.segments import RootCall
+from .stream import RootStream
 
 np = LazyModule("numpy")
 
@@ -221,8 +222,8 @@ class Stitcher:
         self.done: list = []
         self.tasks: list = []
         self._seq = itertools.count()
-        # what the timing simulator replays: ("root", index, env, params read, parallel, reads) / ("flush",)
-        self.stream: list = []
+        # what the timing simulator replays: root instances and flush markers
+        self.stream = RootStream()
         self.loads: set = set()  # parameters whose elements control flow read since the last root
         self.parallel = 0  # depth of enclosing pypto.loop(parallel=True)
         self._scopes = lowered.scopes
@@ -254,7 +255,7 @@ class Stitcher:
             dt.tasks.append(task)
         # the replay record: control flow that read tensor values since the last root waits for
         # the device (unless ready on host); the stitch limit itself is the simulator's to apply
-        self.stream.append(("root", index, env, frozenset(self.loads), self.parallel > 0, read))
+        self.stream.append_root(index, env, self.loads, self.parallel > 0, read)
         self.loads.clear()
         if len(dt.roots) >= self.max_roots:
             self.flush(marker=False)
@@ -263,7 +264,7 @@ class Stitcher:
         """Close the current device task; ``marker`` records a program-imposed boundary
         (``submit_before_loop``) that a replay under other options must keep."""
         if marker:
-            self.stream.append(("flush",))
+            self.stream.flush_marker()
         dt, self.current = self.current, None
         if dt is not None:
             self.done.append(dt)

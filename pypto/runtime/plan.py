@@ -36,18 +36,19 @@ CREATES = ("full", "tensor", "expand_clone")
 
 def levels(tasks, engine: RegionIndex | None = None):
     """(level per task, edges) for ``tasks`` in program order; edges are (i, j, kind) with i, j
-    positions in ``tasks``."""
+    positions in ``tasks`` (one per ordered pair, from the shared dependency engine)."""
     engine = engine or RegionIndex()
-    level = [0] * len(tasks)
     access = engine.access
     for i, t in enumerate(tasks):
         writes = t.call.writes
-        for p, (key, lo, hi) in enumerate(zip(t.keys, t.bases, t.ends)):
-            access(key, i, lo, hi, p in writes)
-        for src, kind in engine.take_predecessors(i):
-            if level[src] + 1 > level[i]:
-                level[i] = level[src] + 1
-    return level, engine.edges
+        for p, (key, lo, hi, tile) in enumerate(zip(t.keys, t.bases, t.ends, t.tiles)):
+            access(key, i, lo, hi, p in writes, tile)
+    edges = engine.edge_list()
+    level = [0] * len(tasks)
+    for i, j, _ in sorted(edges, key=lambda e: e[1]):  # edges point forward: a source is final first
+        if level[i] >= level[j]:
+            level[j] = level[i] + 1
+    return level, edges
 
 
 # ---- leaf analysis ---------------------------------------------------------------------------------

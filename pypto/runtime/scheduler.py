@@ -3,7 +3,7 @@ and the AIC/AIV cores running the tasks of one kernel call.
 
 It replays the root instances the control executor produced (their sizes and loop indices),
 stitches them into device tasks under the runtime options, expands each call into one task per
-tile with dependencies from overlapping GM regions, and schedules them:
+tile with dependencies from overlapping GM regions (`tasks.py`, `regions.py`), and schedules them:
 
 * control AICPU: stitches each root (``root_stitch_cycles``, divided by
   ``device_sched_parallelism`` inside ``pypto.loop(parallel=True)``), builds and submits a device
@@ -16,372 +16,504 @@ tile with dependencies from overlapping GM regions, and schedules them:
   thread fills only fully idle cores, with extra bookkeeping), 3 both;
 * each core has a running and a pending slot; a task's cost comes from the cost model, with
   copy-ins that hit L2 (data another task wrote or read recently) paying less.
+
+Everything per task lives in flat arrays (`array.array` in the event loop, numpy around it); the
+loop does a handful of heap operations per task. A schedule thread is woken after every event
+that may give it work, as a heap event; when it provably has nothing to do at that moment, the
+wake is kept aside with its place in the event order (time, sequence number) instead of being
+pushed, and pushed with that same place if work arrives before its time (identical schedules,
+far fewer events).
 """
 
 from __future__ import annotations
 
-import heapq
+import numpy as np  # imported with the simulator, never by `import pypto`
 import math
-from collections import OrderedDict, deque
+from array import array
+from heapq import heappop, heappush
 
-from .._lazy import LazyModule
 from ..errors import KernelRuntimeError
-from ..ir import expr as E
-from .control import evaluate_call
 from .costmodel import leaf_schedule
-from .timeline import AicpuEvent, TaskEvent, Timeline
-
-np = LazyModule("numpy")
-
-
-class _Tasks:
-    """Tile-level tasks of a call, with their costs' inputs and dependency edges."""
-
-    def __init__(self):
-        self.core_type, self.leaf, self.root, self.call = [], [], [], []
-        self.elems, self.reads, self.writes, self.dynamic, self.full = [], [], [], [], []
-        self.succ, self.npred, self.edges = [], [], []
-        self.by_root: dict = {}
-        self._regions: dict = {}  # storage key -> [(first task, lo [m,r], hi [m,r], write)]
-
-    def __len__(self):
-        return len(self.leaf)
-
-    def add_call(self, seq, root_env, call, vso, memory_key, read=None):
-        load = (lambda param, indices: read[(param, tuple(indices))]) if read else None
-        extents, points, offsets, valid, tiles = evaluate_call(call, root_env, load)
-        m = points.shape[0]
-        if m == 0:
-            return
-        first = len(self.leaf)
-        leaf = call.leaf
-        elems = np.ones((m, len(call.args)), dtype=np.int64)
-        full = np.ones(m, dtype=bool)
-        for k in range(len(call.args)):
-            elems[:, k] = valid[k].prod(axis=1) if valid[k].shape[1] else 1
-            full &= (valid[k] == np.array(tiles[k], dtype=np.int64)).all(axis=1) if valid[k].shape[1] else True
-        symbolic = any(isinstance(x, E.Expr) for a in call.args for x in a.base + a.extent + a.shape)
-        keys = [memory_key(a.value, seq) for a in call.args]
-        for i in range(m):
-            self.core_type.append(leaf.core)
-            self.leaf.append(leaf)
-            self.root.append(seq)
-            self.call.append(call)
-            self.elems.append(tuple(elems[i].tolist()))
-            self.reads.append(tuple((k, keys[k], tuple(offsets[k][i].tolist())) for k in range(len(call.args))
-                                    if k not in call.writes))
-            self.writes.append(tuple((k, keys[k], tuple(offsets[k][i].tolist())) for k in call.writes))
-            self.full.append(bool(full[i]))
-            self.dynamic.append(symbolic and not (vso and full[i]))
-            self.succ.append([])
-            self.npred.append(0)
-        self.by_root.setdefault(seq, []).extend(range(first, first + m))
-        for k, a in enumerate(call.args):
-            self._depend(first, m, keys[k], offsets[k], offsets[k] + valid[k], k in call.writes)
-
-    def _depend(self, first, m, key, lo, hi, write):
-        """Edges from earlier accesses of GM buffer ``key`` whose tiles overlap these (m tiles).
-
-        Earlier accesses are kept sorted by where they start in dim 0, so only those that can
-        reach this access's rows are compared: a long loop over disjoint rows stays linear.
-        """
-        index = self._regions.setdefault(key, _RegionIndex())
-        blo, bhi = lo.min(axis=0), hi.max(axis=0)
-        for pfirst, plo, phi, pwrite, pblo, pbhi in index.candidates(int(blo[0]) if len(blo) else 0,
-                                                                    int(bhi[0]) if len(bhi) else 1):
-            if not (pwrite or write):
-                continue
-            if not (all(a < b for a, b in zip(pblo, bhi)) and all(a < b for a, b in zip(blo, pbhi))):
-                continue
-            overlap = np.all((plo[:, None, :] < hi[None, :, :]) & (lo[None, :, :] < phi[:, None, :]), axis=2)
-            kind = "RAW" if pwrite and not write else ("WAR" if write and not pwrite else "WAW")
-            for i, j in zip(*np.nonzero(overlap)):
-                a, b = pfirst + int(i), first + int(j)
-                if a == b:
-                    continue
-                self.succ[a].append(b)
-                self.npred[b] += 1
-                self.edges.append((a, b, kind))
-        index.add((first, lo, hi, write, blo.tolist(), bhi.tolist()))
+from .eventlog import AicpuSpans, DepEdges, TaskEvents
+from .stream import RootStream
+from .tasks import TaskBuilder
+from .timeline import Timeline
 
 
-class _RegionIndex:
-    """Accesses of one GM buffer, sorted by their first row (dim 0) for range queries."""
-
-    def __init__(self):
-        self.starts: list = []
-        self.items: list = []
-        self.longest = 0
-
-    def candidates(self, lo0: int, hi0: int):
-        import bisect
-
-        a = bisect.bisect_left(self.starts, lo0 - self.longest)
-        b = bisect.bisect_left(self.starts, hi0)
-        return self.items[a:b]
-
-    def add(self, item):
-        import bisect
-
-        start = int(item[4][0]) if item[4] else 0
-        end = int(item[5][0]) if item[5] else 1
-        self.longest = max(self.longest, end - start)
-        i = bisect.bisect_right(self.starts, start)
-        self.starts.insert(i, start)
-        self.items.insert(i, item)
-
-
-class _L2:
-    """An LRU of GM tiles by bytes: a copy-in of a tile still resident is an L2 hit."""
-
-    def __init__(self, capacity):
-        self.capacity, self.used, self.lines = capacity, 0, OrderedDict()
-
-    def hit(self, key) -> bool:
-        if key in self.lines:
-            self.lines.move_to_end(key)
-            return True
-        return False
-
-    def touch(self, key, nbytes):
-        if key in self.lines:
-            self.lines.move_to_end(key)
-            return
-        self.lines[key] = nbytes
-        self.used += nbytes
-        while self.used > self.capacity and self.lines:
-            _, b = self.lines.popitem(last=False)
-            self.used -= b
-
-
-class _Core:
-    __slots__ = ("name", "type", "thread", "running", "pending", "free_at")
-
-    def __init__(self, name, type_, thread):
-        self.name, self.type, self.thread = name, type_, thread
-        self.running = None
-        self.pending = None
-        self.free_at = 0
+_CTRL, _SUBMIT, _THREAD, _DONE = 0, 1, 2, 3
+_STITCH, _SUBMIT_SPAN, _DISPATCH, _COMPLETE, _WAIT = 0, 1, 2, 3, 4  # eventlog.SPAN_NAMES
 
 
 def simulate(lowered, stream, runtime: dict, machine, memory_key) -> Timeline:
-    """The timeline of one call: ``stream`` is the control executor's record of root instances."""
-    return _Sim(lowered, stream, runtime, machine, memory_key).run()
+    """The timeline of one call: ``stream`` is the control executor's record of root instances
+    (a `RootStream`, or a list of its ``("root", ...)`` / ``("flush",)`` tuples)."""
+    replay = _Replay(lowered, stream, bool(runtime.get("valid_shape_optimize", 0)), memory_key)
+    return _Sim(lowered, replay, runtime, machine).run()
+
+
+class _Replay:
+    """The root instances to stitch, in order, and their tasks."""
+
+    def __init__(self, lowered, stream, vso, memory_key):
+        builder = TaskBuilder(lowered, vso, memory_key)
+        self.items = array("q")  # root sequence number, or -1 for a flush marker
+        self.index, self.parallel, self.loads = array("i"), array("b"), []
+        envs = None if isinstance(stream, RootStream) else []  # a RootStream keeps them compactly
+        self.env = stream.env if envs is None else envs.__getitem__
+        for item in stream:
+            if item[0] != "root":
+                self.items.append(-1)
+                continue
+            _, index, env, loads, parallel, read = item
+            self.items.append(len(self.index))
+            self.index.append(index)
+            self.parallel.append(bool(parallel))
+            self.loads.append(loads)
+            if envs is not None:
+                envs.append(env)
+            builder.add_root(index, env, read)
+        self.tasks = builder.finish()
 
 
 class _Sim:
-    def __init__(self, lowered, stream, runtime, machine, memory_key):
-        self.lowered, self.stream, self.m = lowered, stream, machine
+    def __init__(self, lowered, replay, runtime, machine):
+        self.lowered, self.replay, self.m = lowered, replay, machine
         self.opts = dict(runtime)
-        self.mode = int(runtime.get("device_sched_mode", 0))
-        self.affinity = self.mode in (1, 3)
-        self.fair = self.mode in (2, 3)
+        mode = int(runtime.get("device_sched_mode", 0))
+        self.affinity, self.fair = mode in (1, 3), mode in (2, 3)
         self.max_roots = int(runtime.get("stitch_function_max_num", 128))
         self.parallelism = int(runtime.get("device_sched_parallelism", 1))
         self.host_ready = set(runtime.get("ready_on_host_tensors", ()) or ())
         self.vso = bool(runtime.get("valid_shape_optimize", 0))
-        n_threads = max(1, min(int(runtime.get("launch_sched_aicpu_num", 7)), machine.max_sched_aicpu))
-        self.n_threads = n_threads
-        early = int(runtime.get("launch_early_mode", 0)) == 1
-        self.t_cores = machine.launch_cycles
-        self.t_ctrl0 = 0 if early else machine.launch_cycles
-        self.cores = [_Core(f"AIC{i}", "AIC", i % n_threads) for i in range(machine.aic_cores)] + \
-                     [_Core(f"AIV{i}", "AIV", i % n_threads) for i in range(machine.aiv_cores)]
-        for c in self.cores:
-            c.free_at = self.t_cores
-        self.thread_cores = [[c for c in self.cores if c.thread == t] for t in range(n_threads)]
-        self.memory_key = memory_key
-        self.tasks = _Tasks()
-        self.roots = []  # per root instance: (seq, index, env, loads, parallel)
-        seq = 0
-        for item in stream:
-            if item[0] == "root":
-                _, index, env, loads, parallel, read = item
-                for call in lowered.roots[index].calls:
-                    self.tasks.add_call(seq, env, call, self.vso, memory_key, read)
-                self.roots.append((seq, index, env, loads, parallel))
-                seq += 1
+        self.n_threads = max(1, min(int(runtime.get("launch_sched_aicpu_num", 7)), machine.max_sched_aicpu))
+        self.early = int(runtime.get("launch_early_mode", 0)) == 1
+
+    def run(self) -> Timeline:  # noqa: C901 - one loop, kept in one frame for speed
+        m, tasks, replay = self.m, self.replay.tasks, self.replay
+        n = tasks.n
+        nth = self.n_threads
+        affinity, fair = self.affinity, self.fair
+        t_cores = m.launch_cycles
+        t_ctrl0 = 0 if self.early else m.launch_cycles
+        dispatch_cost = m.dispatch_cycles + (m.fair_extra_cycles if fair else 0)
+        make_dispatch = m.dispatch_cycles
+        completion, resolve = m.completion_cycles, m.resolve_cycles
+
+        # ---- cores: AIC0.. then AIV0..; core i of a type belongs to thread i % nth ----------------
+        n_aic, n_aiv = m.aic_cores, m.aiv_cores
+        ncores = n_aic + n_aiv
+        core_type = [0] * n_aic + [1] * n_aiv
+        core_thread = [i % nth for i in range(n_aic)] + [i % nth for i in range(n_aiv)]
+        core_names = [f"AIC{i}" for i in range(n_aic)] + [f"AIV{i}" for i in range(n_aiv)]
+        type_cores = [list(range(n_aic)), list(range(n_aic, ncores))]
+        thread_cores = [[[c for c in type_cores[ty] if core_thread[c] == th] for ty in (0, 1)] for th in range(nth)]
+        tbit = [0] * ncores  # bit of a core among its thread's cores of its type
+        gbit = [0] * ncores  # bit of a core among all cores of its type
+        for th in range(nth):
+            for ty in (0, 1):
+                for p, c in enumerate(thread_cores[th][ty]):
+                    tbit[c] = 1 << p
+        for ty in (0, 1):
+            for p, c in enumerate(type_cores[ty]):
+                gbit[c] = 1 << p
+        # free: a slot a thread may fill (running, or pending unless fair); idle: running empty
+        free = [[(1 << len(thread_cores[th][ty])) - 1 for ty in (0, 1)] for th in range(nth)]
+        idle = [[(1 << len(thread_cores[th][ty])) - 1 for ty in (0, 1)] for th in range(nth)]
+        gidle = [(1 << n_aic) - 1, (1 << n_aiv) - 1]
+        run_task, run_start, run_thread, run_cost = [-1] * ncores, [0] * ncores, [0] * ncores, [0] * ncores
+        pend_task, pend_thread, pend_t0 = [-1] * ncores, [0] * ncores, [0] * ncores
+        free_at = [t_cores] * ncores
+
+        # ---- tasks: memoryviews over the table's numpy columns (Python ints, no copies) ------------
+        classes = tasks.classes
+        cls = memoryview(tasks.cls)
+        aiv = np.asarray([c.leaf.core == "AIV" for c in classes] or [False], dtype=np.int8)
+        ttype_np = aiv[tasks.cls]
+        ttype = memoryview(ttype_np)
+        rptr, rline = memoryview(tasks.read_ptr), memoryview(tasks.read_line)
+        wptr, wline = memoryview(tasks.write_ptr), memoryview(tasks.write_line)
+        sptr, succ = memoryview(tasks.succ_ptr), memoryview(tasks.succ)
+        npred_np = tasks.npred
+        npred = memoryview(npred_np)
+        cls_rb = [c.read_bytes for c in classes]
+        cls_wb = [c.write_bytes for c in classes]
+        cls_nr = [len(c.read_bytes) for c in classes]
+        root_first = tasks.root_first.tolist()
+
+        # ---- L2: an LRU of GM tiles by bytes -----------------------------------------------------
+        # order[p - base] is the line touched at stamp p; a line is resident with stamp[line] >= 0,
+        # and only its latest stamp counts; eviction walks the stamps from the oldest
+        stamp = array("q", [-1]) * tasks.n_lines
+        line_bytes = array("q", [0]) * tasks.n_lines
+        order = array("i")
+        l2 = [0, 0, m.l2_bytes, 0]  # head (oldest stamp not yet examined), base (stamp of order[0]), capacity, used
+        counters = [0, 0]  # L2 reads, hits
+
+        def touch(line, nbytes):
+            """Mark ``line`` most recent; True if it was resident (an L2 hit)."""
+            pos = l2[1] + len(order)
+            order.append(line)
+            if stamp[line] >= 0:
+                stamp[line] = pos
+                return True
+            stamp[line] = pos
+            line_bytes[line] = nbytes
+            used = l2[3] + nbytes
+            if used > l2[2]:
+                head, base = l2[0], l2[1]
+                while used > l2[2] and head <= pos:
+                    old = order[head - base]
+                    if stamp[old] == head:
+                        stamp[old] = -1
+                        used -= line_bytes[old]
+                    head += 1
+                if head - base > 65536 and 2 * (head - base) > len(order):
+                    del order[:head - base]
+                    l2[1] = head
+                l2[0] = head
+            l2[3] = used
+            return False
+
+        # ---- costs, per (class, L2 hit pattern) ----------------------------------------------------
+        cost_of: dict = {}
+        cost_dur, cost_pipes, cost_hits = [], [], []
+
+        def cost(k):
+            c = cls[k]
+            r0 = rptr[k]
+            nr = cls_nr[c]
+            if nr == 1:
+                mask = 1 if touch(rline[r0], cls_rb[c][0]) else 0
             else:
-                self.roots.append(None)  # a flush marker
-        self.l2 = _L2(machine.l2_bytes)
-        self.cost_cache: dict = {}
+                rb = cls_rb[c]
+                mask = 0
+                for j in range(nr):
+                    mask += mask + touch(rline[r0 + j], rb[j])
+            if nr:
+                counters[0] += nr
+                if mask:
+                    counters[1] += bin(mask).count("1")
+            got = cost_of.get((mask << 24) | c)
+            if got is None:
+                hits = tuple(bool(mask >> (nr - 1 - i) & 1) for i in range(nr))
+                dur, pipes = self._leaf_cost(classes[c], hits)
+                got = cost_of[(mask << 24) | c] = len(cost_dur)
+                cost_dur.append(dur), cost_pipes.append(pipes), cost_hits.append(sum(hits))
+            return got
 
-    # ---- event loop ----------------------------------------------------------------------------
-    def push(self, t, kind, data=None):
-        self._seq += 1
-        heapq.heappush(self.heap, (t, self._seq, kind, data))
+        # ---- records -----------------------------------------------------------------------------
+        done = array("i")
+        done_append = done.append
+        ev_start_np, ev_end_np = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        ev_core_np, ev_thread_np, ev_cost_np = np.zeros(n, np.int16), np.zeros(n, np.int8), np.zeros(n, np.int32)
+        ev_start, ev_end, ev_core, ev_thread, ev_cost = (memoryview(a) for a in (ev_start_np, ev_end_np, ev_core_np,
+                                                                                ev_thread_np, ev_cost_np))
+        # AICPU spans: a task's completion span is two numbers (its thread and task follow from the
+        # finish order); the few other spans are kept whole with their place among the completions
+        comp_start, comp_end = array("q"), array("q")
+        cps, cpe = comp_start.append, comp_end.append
+        sp_thread, sp_name, sp_start, sp_end, sp_arg, sp_at = (array("b"), array("b"), array("q"), array("q"),
+                                                               array("q"), array("q"))
+        dispatches = [0] * nth
 
-    def run(self) -> Timeline:
-        n = len(self.tasks)
-        self.heap, self._seq = [], 0
-        self.npred = list(self.tasks.npred)
-        self.task_dt = [-1] * n
-        self.dt_submitted: list = []
-        self.dt_tasks: list = []
-        self.queue = {"AIC": deque(), "AIV": deque()}
-        self.thread_free = [self.t_cores] * self.n_threads
-        self.thread_wake = [False] * self.n_threads
-        self.dispatches = [0] * self.n_threads
-        self.events, self.aicpu = [], []
-        self.outstanding = 0  # submitted, not finished
-        self.finished = 0
-        self.pos = 0
-        self.cur_dt = None
-        self.ctrl_time = self.t_ctrl0
-        self.ctrl_waiting = False
-        self.waited = False
-        self.l2_hits = self.l2_reads = 0
-        self.wait_cycles = 0
-        self.push(self.t_ctrl0, "CTRL")
-        while self.heap:
-            t, _, kind, data = heapq.heappop(self.heap)
-            getattr(self, "on_" + kind)(t, data)
-        if self.finished != n:
+        def span(thread, name, start, end, arg=0):
+            sp_thread.append(thread), sp_name.append(name), sp_start.append(start), sp_end.append(end)
+            sp_arg.append(arg), sp_at.append(len(done))
+
+        # ---- the event loop ------------------------------------------------------------------------
+        heap: list = []
+        sq = 0
+        queues = [array("i"), array("i")]  # ready tasks per core type
+        qhead = [0, 0]  # FIFO read position (affinity serves newest first: pops the end)
+        thread_free = [t_cores] * nth
+        wake_t, wake_s, wake_real = [None] * nth, [0] * nth, [False] * nth
+        now_t, now_s = 0, 0
+
+        def start(c, k, t, th):
+            nonlocal sq
+            cid = cost(k)
+            run_task[c], run_start[c], run_thread[c], run_cost[c] = k, t, th, cid
+            sq += 1
+            heappush(heap, (t + cost_dur[cid], sq, _DONE, c))
+            ty, ct, b = core_type[c], core_thread[c], tbit[c]
+            idle[ct][ty] &= ~b
+            gidle[ty] &= ~gbit[c]
+            if fair:
+                free[ct][ty] &= ~b
+
+        def make_ready(k, t, th):
+            ty = ttype[k]
+            if affinity and th is not None:
+                mask = idle[th][ty]
+                if mask:
+                    c = thread_cores[th][ty][(mask & -mask).bit_length() - 1]
+                else:
+                    g = gidle[ty]
+                    c = type_cores[ty][(g & -g).bit_length() - 1] if g else -1
+                if c >= 0:
+                    tf = thread_free[th]
+                    t0 = (t if t > tf else tf) + make_dispatch
+                    thread_free[th] = t0
+                    dispatches[th] += 1
+                    fa = free_at[c]
+                    start(c, k, t0 if t0 > fa else fa, th)
+                    return
+            queues[ty].append(k)
+
+        def wake_all(t):
+            nonlocal sq
+            w0 = len(queues[0]) > qhead[0]
+            w1 = len(queues[1]) > qhead[1]
+            if not (w0 or w1):
+                return
+            for th in range(nth):
+                T = wake_t[th]
+                if T is not None:
+                    if wake_real[th]:
+                        continue
+                    if T > now_t or (T == now_t and wake_s[th] > now_s):  # a kept-aside wake, still due
+                        fr = free[th]
+                        if (w0 and fr[0]) or (w1 and fr[1]):
+                            heappush(heap, (T, wake_s[th], _THREAD, th))
+                            wake_real[th] = True
+                        continue
+                sq += 1
+                tf = thread_free[th]
+                T = t if t > tf else tf
+                wake_t[th], wake_s[th] = T, sq
+                fr = free[th]
+                if (w0 and fr[0]) or (w1 and fr[1]):
+                    heappush(heap, (T, sq, _THREAD, th))
+                    wake_real[th] = True
+                else:
+                    wake_real[th] = False  # nothing to do now: due at (T, sq) unless work arrives
+
+        # ---- control AICPU -----------------------------------------------------------------------
+        ctrl_time, waiting, waited, pos, cur_dt, dt_roots = t_ctrl0, False, False, 0, None, 0
+        wait_cycles, outstanding, submitted_hi = 0, 0, 0
+        dt_lo, dt_hi = array("q"), array("q")
+        items, r_parallel, r_loads = replay.items, replay.parallel, replay.loads
+        host_ready, max_roots = self.host_ready, self.max_roots
+        stitch_cost = m.root_stitch_cycles / 1
+        par_cost = m.root_stitch_cycles / self.parallelism
+
+        def push(t, kind, data):
+            nonlocal sq
+            sq += 1
+            heappush(heap, (t, sq, kind, data))
+
+        def submit(t):
+            nonlocal outstanding, cur_dt
+            dt = cur_dt
+            if dt is None:
+                return t
+            end = t + m.device_task_build_cycles + m.submit_cycles
+            span(-1, _SUBMIT_SPAN, int(t), int(end), dt)
+            outstanding += dt_hi[dt] - dt_lo[dt]
+            push(end, _SUBMIT, dt)
+            cur_dt = None
+            return end
+
+        def on_ctrl(t):
+            nonlocal ctrl_time, waiting, waited, pos, cur_dt, dt_roots
+            t = max(t, ctrl_time)
+            if cur_dt is not None and outstanding == 0 and len(queues[0]) <= qhead[0] \
+                    and len(queues[1]) <= qhead[1]:  # the cores went idle during the last stitch
+                t = submit(t)
+            while pos < len(items):
+                s = items[pos]
+                if s < 0:  # flush
+                    pos += 1
+                    t = submit(t)
+                    continue
+                loads = r_loads[s]
+                if loads and loads - host_ready and not waited and (outstanding or cur_dt is not None):
+                    if cur_dt is not None:
+                        t = submit(t)
+                    waiting = True  # resumed when the device has finished everything
+                    ctrl_time = t
+                    return
+                waited = False
+                c = par_cost if r_parallel[s] else stitch_cost
+                span(-1, _STITCH, int(t), int(t + c), s)
+                t += c
+                if cur_dt is None:
+                    cur_dt = len(dt_lo)
+                    dt_lo.append(root_first[s])
+                    dt_hi.append(root_first[s])
+                    dt_roots = 0
+                dt_hi[cur_dt] = root_first[s + 1]
+                dt_roots += 1
+                pos += 1
+                if dt_roots >= max_roots:
+                    t = submit(t)
+                # one root per event: the device's progress up to t is known before the next decision
+                ctrl_time = t
+                push(t, _CTRL, None)
+                return
+            ctrl_time = submit(t)
+
+        def check_wait(t):
+            nonlocal waiting, waited, wait_cycles
+            if waiting and outstanding == 0:
+                waiting = False
+                waited = True
+                resume = max(t, ctrl_time) + m.wait_device_cycles
+                span(-1, _WAIT, int(ctrl_time), int(resume))
+                wait_cycles += resume - ctrl_time
+                push(resume, _CTRL, None)
+
+        def on_submit(t, dt):
+            nonlocal submitted_hi
+            lo, hi = dt_lo[dt], dt_hi[dt]
+            submitted_hi = hi
+            if hi - lo <= 64:  # a small device task: plain Python beats numpy's call overhead
+                for k in range(lo, hi):
+                    if npred[k] == 0:
+                        queues[ttype[k]].append(k)
+            else:
+                ready = np.nonzero(npred_np[lo:hi] == 0)[0] + lo
+                types = ttype_np[ready]
+                for ty in (0, 1):
+                    queues[ty].frombytes(ready[types == ty].astype(np.int32).tobytes())
+            wake_all(t)
+            if hi == lo:
+                check_wait(t)
+
+        finished = 0
+        push(t_ctrl0, _CTRL, None)
+        while heap:
+            t, now_s, kind, d = heappop(heap)
+            now_t = t
+            if kind == 3:  # _DONE on core d
+                k = run_task[d]
+                done_append(k)
+                ev_start[k] = int(run_start[d])
+                ev_end[k] = int(t)
+                ev_core[k] = d
+                ev_thread[k] = run_thread[d]
+                ev_cost[k] = run_cost[d]
+                w0 = wptr[k]
+                w1 = wptr[k + 1]
+                if w1 == w0 + 1:  # written tiles occupy L2 like read ones
+                    touch(wline[w0], cls_wb[cls[k]][0])
+                elif w1 > w0:
+                    wb = cls_wb[cls[k]]
+                    for j in range(w0, w1):
+                        touch(wline[j], wb[j - w0])
+                finished += 1
+                outstanding -= 1
+                run_task[d] = -1
+                free_at[d] = t
+                ty, owner, b = core_type[d], core_thread[d], tbit[d]
+                idle[owner][ty] |= b
+                gidle[ty] |= gbit[d]
+                free[owner][ty] |= b
+                tf = thread_free[owner]
+                base = t if t > tf else tf
+                s0, s1 = sptr[k], sptr[k + 1]
+                tt = base + completion + (resolve if s1 > s0 else 0)
+                cps(int(base)), cpe(int(tt))
+                thread_free[owner] = tt
+                pk = pend_task[d]
+                if pk >= 0:
+                    pend_task[d] = -1
+                    pt = pend_t0[d]
+                    start(d, pk, t if t > pt else pt, pend_thread[d])
+                if s1 > s0:
+                    for x in range(s0, s1):
+                        j = succ[x]
+                        left = npred[j] - 1
+                        npred[j] = left
+                        if left == 0 and j < submitted_hi:
+                            make_ready(j, tt, owner)
+                wake_all(tt)
+                if waiting:
+                    check_wait(t)
+            elif kind == 2:  # _THREAD d
+                wake_t[d] = None
+                tf = thread_free[d]
+                t0 = t if t > tf else tf
+                began = t0
+                fr = free[d]
+                for ty in (0, 1):
+                    mask = fr[ty]
+                    q = queues[ty]
+                    if not mask or len(q) <= qhead[ty]:
+                        continue
+                    mine = thread_cores[d][ty]
+                    while mask:
+                        low = mask & -mask
+                        mask ^= low
+                        c = mine[low.bit_length() - 1]
+                        while len(q) > qhead[ty]:
+                            if run_task[c] < 0:
+                                slot_run = True
+                            elif pend_task[c] < 0 and not fair:
+                                slot_run = False
+                            else:
+                                break
+                            if affinity:
+                                k = q.pop()
+                            else:
+                                h = qhead[ty]
+                                k = q[h]
+                                qhead[ty] = h + 1
+                            t0 += dispatch_cost
+                            dispatches[d] += 1
+                            if slot_run:
+                                fa = free_at[c]
+                                start(c, k, t0 if t0 > fa else fa, d)
+                            else:
+                                pend_task[c], pend_thread[c], pend_t0[c] = k, d, t0  # starts when the core frees
+                                fr[ty] &= ~low
+                        if len(q) <= qhead[ty]:
+                            break
+                    h = qhead[ty]
+                    if h > 65536 and 2 * h > len(q):
+                        del q[:h]
+                        qhead[ty] = 0
+                if t0 > began:
+                    span(d, _DISPATCH, int(began), int(t0))
+                thread_free[d] = t0
+            elif kind == 0:
+                on_ctrl(t)
+            else:
+                on_submit(t, d)
+        if finished != n:
             raise KernelRuntimeError("internal: the timing simulation stopped with unfinished tasks",
-                                     got=f"{self.finished} of {n} finished")
-        extra = {"dispatches_per_thread": list(self.dispatches), "l2_hit_rate":
-                 (self.l2_hits / self.l2_reads) if self.l2_reads else 0.0, "control_wait_cycles": self.wait_cycles}
-        return Timeline(self.events, list(self.tasks.edges), self.aicpu, self.m, self.opts, len(self.dt_tasks), extra)
+                                     got=f"{finished} of {n} finished")
+        reads, hits = counters
+        extra = {"dispatches_per_thread": list(dispatches), "l2_hit_rate": (hits / reads) if reads else 0.0,
+                 "control_wait_cycles": wait_cycles}
+        del ev_start, ev_end, ev_core, ev_thread, ev_cost  # release the views before handing the arrays on
+        return self._timeline(done, ev_start_np, ev_end_np, ev_core_np, ev_thread_np, ev_cost_np, cost_pipes,
+                              cost_hits, core_names, core_thread, (comp_start, comp_end),
+                              (sp_thread, sp_name, sp_start, sp_end, sp_arg, sp_at), dt_lo, dt_hi, extra)
 
-    # ---- control AICPU -------------------------------------------------------------------------
-    def on_CTRL(self, t, _):
-        t = max(t, self.ctrl_time)
-        if self.cur_dt is not None and self.cores_idle(t):  # the cores went idle during the last stitch
-            t = self.submit(t)
-        while self.pos < len(self.roots):
-            item = self.roots[self.pos]
-            if item is None:  # flush
-                self.pos += 1
-                t = self.submit(t)
-                continue
-            seq, index, env, loads, parallel = item
-            if loads - self.host_ready and not self.waited and (self.outstanding or self.pending_unsubmitted()):
-                if self.pending_unsubmitted():
-                    t = self.submit(t)
-                self.ctrl_waiting = True  # resumed when the device has finished everything
-                self.ctrl_time = t
-                return
-            self.waited = False
-            cost = self.m.root_stitch_cycles / (self.parallelism if parallel else 1)
-            self.aicpu.append(AicpuEvent("control", "stitch", int(t), int(t + cost),
-                                         f"root{seq} ({self.lowered.roots[index].name})"))
-            t += cost
-            if self.cur_dt is None:
-                self.cur_dt = len(self.dt_tasks)
-                self.dt_tasks.append([])
-                self.dt_submitted.append(False)
-                self.dt_roots = 0
-            for k in self.tasks.by_root.get(seq, ()):
-                self.task_dt[k] = self.cur_dt
-                self.dt_tasks[self.cur_dt].append(k)
-            self.dt_roots += 1
-            self.pos += 1
-            if self.dt_roots >= self.max_roots:
-                t = self.submit(t)
-            # one root per event: the device's progress up to t is known before the next decision
-            self.ctrl_time = t
-            self.push(t, "CTRL")
-            return
-        t = self.submit(t)
-        self.ctrl_time = t
+    def _timeline(self, done, ev_start, ev_end, ev_core, ev_thread, ev_cost, cost_pipes, cost_hits, core_names,
+                  core_thread, completions, spans, dt_lo, dt_hi, extra):
+        tasks, replay, lowered = self.replay.tasks, self.replay, self.lowered
+        col = lambda a, dt: np.frombuffer(a, dtype=dt) if len(a) else np.zeros(0, dtype=dt)  # noqa: E731
+        root_names = [lowered.roots[i].name for i in replay.index]
+        done = col(done, np.int32)
+        events = TaskEvents(done, ev_start, ev_end, ev_core, ev_thread, ev_cost, cost_pipes,
+                            cost_hits, tasks.cls, tasks.classes, tasks.root_first, root_names, replay.env,
+                            _loop_index_names(lowered), col(dt_lo, np.int64), core_names,
+                            ["AIC" if name.startswith("AIC") else "AIV" for name in core_names], self.vso)
+        src, dst, kind = tasks.edges
+        dt_sizes = (col(dt_hi, np.int64) - col(dt_lo, np.int64)).tolist()
+        owner = np.asarray(core_thread, dtype=np.int8)
+        aicpu = AicpuSpans([col(a, np.int64) for a in completions], done, lambda tasks: owner[ev_core[tasks]],
+                           [col(a, dt) for a, dt in zip(spans, (np.int8, np.int8, np.int64, np.int64, np.int64,
+                                                               np.int64))],
+                           root_names.__getitem__, dt_sizes)
+        return Timeline(events, DepEdges(src, dst, kind), aicpu, self.m, self.opts, len(dt_lo), extra)
 
-    def pending_unsubmitted(self):
-        return self.cur_dt is not None
-
-    def cores_idle(self, t) -> bool:
-        return self.outstanding == 0 and not self.queue["AIC"] and not self.queue["AIV"]
-
-    def submit(self, t):
-        if self.cur_dt is None:
-            return t
-        dt = self.cur_dt
-        end = t + self.m.device_task_build_cycles + self.m.submit_cycles
-        self.aicpu.append(AicpuEvent("control", "submit", int(t), int(end),
-                                     f"device task {dt}: {len(self.dt_tasks[dt])} tasks"))
-        self.outstanding += len(self.dt_tasks[dt])
-        self.push(end, "SUBMIT", dt)
-        self.cur_dt = None
-        return end
-
-    def on_SUBMIT(self, t, dt):
-        self.dt_submitted[dt] = True
-        for k in self.dt_tasks[dt]:
-            if self.npred[k] == 0:
-                self.make_ready(k, t, None)
-        self.wake_all(t)
-        if not self.dt_tasks[dt]:
-            self.check_wait(t)
-
-    # ---- schedule threads ----------------------------------------------------------------------
-    def make_ready(self, k, t, thread):
-        ctype = self.tasks.core_type[k]
-        if self.affinity and thread is not None:
-            core = next((c for c in self.thread_cores[thread] if c.type == ctype and c.running is None), None) \
-                or next((c for c in self.cores if c.type == ctype and c.running is None), None)
-            if core is not None:
-                t0 = max(t, self.thread_free[thread]) + self.m.dispatch_cycles
-                self.thread_free[thread] = t0
-                self.dispatches[thread] += 1
-                self.start(core, k, max(t0, core.free_at), thread)
-                return
-        self.queue[ctype].append(k)
-
-    def wake_all(self, t):
-        if not (self.queue["AIC"] or self.queue["AIV"]):
-            return
-        for th in range(self.n_threads):
-            if not self.thread_wake[th]:
-                self.thread_wake[th] = True
-                self.push(max(t, self.thread_free[th]), "THREAD", th)
-
-    def on_THREAD(self, t, th):
-        self.thread_wake[th] = False
-        t0 = max(t, self.thread_free[th])
-        began = t0
-        for core in self.thread_cores[th]:
-            q = self.queue[core.type]
-            while q:
-                if core.running is None:
-                    slot = "run"
-                elif core.pending is None and not self.fair:
-                    slot = "pend"
-                else:
-                    break
-                k = q.pop() if self.affinity else q.popleft()
-                t0 += self.m.dispatch_cycles + (self.m.fair_extra_cycles if self.fair else 0)
-                self.dispatches[th] += 1
-                if slot == "run":
-                    self.start(core, k, max(t0, core.free_at), th)
-                else:
-                    core.pending = (k, th, t0)  # starts when the core frees, not before its dispatch
-        if t0 > began:
-            self.aicpu.append(AicpuEvent(f"sched{th}", "dispatch", int(began), int(t0)))
-        self.thread_free[th] = t0
-
-    # ---- cores ---------------------------------------------------------------------------------
-    def start(self, core, k, t, thread):
-        dur, pipes, hits = self.cost(k)
-        core.running = (k, t, t + dur, thread, pipes, hits)
-        self.push(t + dur, "DONE", core)
-
-    def cost(self, k):
-        tasks = self.tasks
-        leaf = tasks.leaf[k]
-        hits = []
-        for argk, key, lo in tasks.reads[k]:
-            line = (key, lo)
-            self.l2_reads += 1
-            h = self.l2.hit(line)
-            self.l2_hits += h
-            hits.append(h)
-            self.l2.touch(line, tasks.elems[k][argk] * leaf.params[argk][1].itemsize)
-        ckey = (leaf.name, tasks.elems[k], tuple(hits), tasks.dynamic[k])
-        got = self.cost_cache.get(ckey)
-        if got is None:
-            got = self.cost_cache[ckey] = self._leaf_cost(leaf, tasks.elems[k], hits, tasks.dynamic[k])
-        return got[0], got[1], sum(hits)
-
-    def _leaf_cost(self, leaf, elems, hits, dynamic):
+    def _leaf_cost(self, tc, hits):
+        """(duration, ((pipe, busy cycles), ...)) of one task of class ``tc`` whose reads hit L2
+        as ``hits`` says."""
+        leaf, elems = tc.leaf, tc.elems
         # elements per access of every op: GM params exactly; local tiles scaled like the params
         param_tile = [math.prod(s if isinstance(s, int) else 1 for s in shape) for _, _, shape in leaf.params]
         frac = min((e / t for e, t in zip(elems, param_tile) if t), default=1.0)
@@ -401,65 +533,15 @@ class _Sim:
                         row.append(max(1, int(math.prod(s if isinstance(s, int) else 1 for s in a.shape) * frac)))
             sizes.append(row)
             l2.append(hit)
-        dur, busy = leaf_schedule(self.m, leaf, sizes, l2, dynamic)
+        dur, busy = leaf_schedule(self.m, leaf, sizes, l2, tc.dynamic)
         return max(1, int(dur)), tuple((p, int(c)) for p, c in busy.items() if c)
 
-    def on_DONE(self, t, core):
-        k, start, end, thread, pipes, hits = core.running
-        tasks = self.tasks
-        seq = tasks.root[k]
-        root = self.roots_by_seq(seq)
-        self.events.append(TaskEvent(k, core.name, core.type, tasks.leaf[k].name, seq,
-                                     self.lowered.roots[root[1]].name, _loop_indices(self.lowered, root[2]),
-                                     self.task_dt[k], thread, int(start), int(end), pipes, hits,
-                                     ("main" if tasks.full[k] else "tail") if self.vso else ""))
-        leaf = tasks.leaf[k]
-        for argk, key, lo in tasks.writes[k]:  # written tiles occupy L2 like read ones
-            self.l2.touch((key, lo), tasks.elems[k][argk] * leaf.params[argk][1].itemsize)
-        self.finished += 1
-        self.outstanding -= 1
-        core.running = None
-        core.free_at = t
-        owner = core.thread
-        tt = max(t, self.thread_free[owner]) + self.m.completion_cycles
-        succ = tasks.succ[k]
-        if succ:
-            tt += self.m.resolve_cycles
-        self.aicpu.append(AicpuEvent(f"sched{owner}", "complete", int(max(t, self.thread_free[owner])), int(tt),
-                                     f"task {k}"))
-        self.thread_free[owner] = tt
-        if core.pending is not None:
-            pk, pth, pt = core.pending
-            core.pending = None
-            self.start(core, pk, max(t, pt), pth)
-        for j in succ:
-            self.npred[j] -= 1
-            if self.npred[j] == 0 and self.task_dt[j] >= 0 and self.dt_submitted[self.task_dt[j]]:
-                self.make_ready(j, tt, owner)
-        self.wake_all(tt)
-        self.check_wait(t)
 
-    def check_wait(self, t):
-        if self.ctrl_waiting and self.outstanding == 0:
-            self.ctrl_waiting = False
-            self.waited = True
-            resume = max(t, self.ctrl_time) + self.m.wait_device_cycles
-            self.aicpu.append(AicpuEvent("control", "wait device", int(self.ctrl_time), int(resume),
-                                         "control flow reads tensor values"))
-            self.wait_cycles += resume - self.ctrl_time
-            self.push(resume, "CTRL")
-
-    def roots_by_seq(self, seq):
-        if not hasattr(self, "_by_seq"):
-            self._by_seq = {r[0]: r for r in self.roots if r is not None}
-        return self._by_seq[seq]
-
-
-def _loop_indices(lowered, env) -> tuple:
+def _loop_index_names(lowered) -> tuple:
     names = getattr(lowered, "_loop_index_names", None)
     if names is None:
         from ..ir.graph import iter_items, Loop
 
         names = tuple(dict.fromkeys(x.index for x in iter_items(lowered.program.body) if isinstance(x, Loop)))
         lowered._loop_index_names = names
-    return tuple((n, env[n]) for n in names if n in env)
+    return names

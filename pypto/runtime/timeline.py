@@ -66,32 +66,31 @@ class Timeline:
     def stats(self) -> dict:
         """makespan_cycles, tasks, device_tasks, critical_path_cycles, utilization per core type,
         bubbles (idle gaps between tasks on a core), and the simulator's extra counters."""
-        ev = self.events
-        makespan = max((e.end for e in ev), default=0)
-        makespan = max(makespan, max((a.end for a in self.aicpu), default=0))
+        from .eventlog import AicpuSpans, TaskEvents
+
         m = self.machine
-        busy = {"AIC": 0, "AIV": 0}
-        per_core: dict = {}
-        for e in ev:
-            busy[e.core_type] += e.duration
-            per_core.setdefault(e.core, []).append(e)
+        if isinstance(self.events, TaskEvents):
+            makespan, busy, used, gaps, gap_count = _task_stats(self.events)
+        else:
+            makespan, busy, used, gaps, gap_count = _task_stats_of_list(self.events)
+        if isinstance(self.aicpu, AicpuSpans):
+            makespan = max(makespan, int(self.aicpu.ends.max()) if len(self.aicpu) else 0)
+        else:
+            makespan = max(makespan, max((a.end for a in self.aicpu), default=0))
         counts = {"AIC": m.aic_cores, "AIV": m.aiv_cores}
         util = {k: (busy[k] / (counts[k] * makespan) if makespan and counts[k] else 0.0) for k in busy}
-        gaps, gap_count = 0, 0
-        for core, items in per_core.items():
-            items.sort(key=lambda e: e.start)
-            for a, b in zip(items, items[1:]):
-                if b.start > a.end:
-                    gaps += b.start - a.end
-                    gap_count += 1
-        return {"makespan_cycles": makespan, "makespan_us": m.cycles_to_us(makespan), "tasks": len(ev),
+        return {"makespan_cycles": makespan, "makespan_us": m.cycles_to_us(makespan), "tasks": len(self.events),
                 "device_tasks": self.device_tasks, "critical_path_cycles": self.critical_path_cycles,
-                "utilization": util, "busy_cycles": busy, "cores_used": len(per_core),
+                "utilization": util, "busy_cycles": busy, "cores_used": used,
                 "bubbles": {"cycles": gaps, "count": gap_count}, **self.extra_stats}
 
     @cached_property
     def critical_path_cycles(self) -> int:
         """Longest chain of task durations along the dependency edges."""
+        from .eventlog import DepEdges, TaskEvents
+
+        if isinstance(self.events, TaskEvents) and isinstance(self.deps, DepEdges):
+            return _critical_path(self.events, self.deps)
         longest = {}
         succ: dict = {}
         for i, j, _ in self.deps:
@@ -167,6 +166,69 @@ class Timeline:
         util = ", ".join(f"{k} {v:.0%}" for k, v in s["utilization"].items())
         return (f"<Timeline {s['tasks']} tasks, {s['device_tasks']} device task(s), makespan "
                 f"{s['makespan_cycles']} cycles ({s['makespan_us']:.1f} µs), utilization {util}>")
+
+
+def _task_stats_of_list(events):
+    """(last end, busy cycles per core type, cores used, bubble cycles, bubble count)."""
+    busy = {"AIC": 0, "AIV": 0}
+    per_core: dict = {}
+    for e in events:
+        busy[e.core_type] += e.duration
+        per_core.setdefault(e.core, []).append(e)
+    gaps, gap_count = 0, 0
+    for items in per_core.values():
+        items.sort(key=lambda e: e.start)
+        for a, b in zip(items, items[1:]):
+            if b.start > a.end:
+                gaps += b.start - a.end
+                gap_count += 1
+    return max((e.end for e in events), default=0), busy, len(per_core), gaps, gap_count
+
+
+def _task_stats(ev):
+    """`_task_stats_of_list` from the columns of a `TaskEvents`."""
+    import numpy as np
+
+    if not len(ev):
+        return 0, {"AIC": 0, "AIV": 0}, 0, 0, 0
+    dur = ev.end - ev.start
+    aiv = ev.core_type_codes().astype(bool)
+    busy = {"AIC": int(dur[~aiv].sum()), "AIV": int(dur[aiv].sum())}
+    order = np.lexsort((ev.start, ev.core))
+    core, start, end = ev.core[order], ev.start[order], ev.end[order]
+    same = core[1:] == core[:-1]
+    gap = start[1:] - end[:-1]
+    bubble = same & (gap > 0)
+    return (int(ev.end.max()), busy, int(len(np.unique(ev.core))), int(gap[bubble].sum()),
+            int(np.count_nonzero(bubble)))
+
+
+def _critical_path(ev, deps) -> int:
+    """Longest path over the edges, tasks taken in start order (a topological order: a
+    successor starts after its predecessor ends)."""
+    import numpy as np
+
+    dur = (ev.end - ev.start).astype(np.int64)
+    if not len(dur):
+        return 0
+    if not len(deps):
+        return int(dur.max())
+    src, dst = deps.src, deps.dst
+    linked = np.unique(np.concatenate([src, dst]))
+    order = linked[np.argsort(ev.start[linked], kind="stable")]
+    by_src = np.argsort(src, kind="stable")
+    ptr = np.zeros(len(dur) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=len(dur)), out=ptr[1:])
+    succ = dst[by_src].tolist()
+    ptr = ptr.tolist()
+    longest = dur.tolist()
+    d = longest[:]
+    for i in order.tolist():
+        base = longest[i]
+        for j in succ[ptr[i]:ptr[i + 1]]:
+            if base + d[j] > longest[j]:
+                longest[j] = base + d[j]
+    return max(longest)
 
 
 def _core_no(core: str) -> int:

@@ -37,7 +37,32 @@ def _us(x: float) -> str:
     return f"{x:,.2f} µs"
 
 
+MAX_BARS = 20000  # a simulated timeline with more tasks is drawn with nearby spans merged
+MERGE_STEPS = 4000  # ... spans closer than makespan / MERGE_STEPS on one lane become one bar
+MAX_INLINE_TASKS = 200_000  # beyond this, the Chrome trace is not inlined into the page
+
+
+def _merged_bars(tl) -> list:
+    from pypto.runtime.eventlog import merged_bars
+
+    us = tl.machine.cycles_to_us
+    tasks, spans = merged_bars(tl, max(tl.stats["makespan_cycles"], 1) / MERGE_STEPS)
+    bars = []
+    for lane, group, start, end, count in tasks:
+        hover = (f"<b>{count:,} task(s)</b> on {escape(lane)}, the first: {escape(group)}<br>"
+                 f"{end - start:,} cycles ({_us(us(end - start))}) from {_us(us(start))}<br>"
+                 f"(a timeline of more than {MAX_BARS:,} tasks: nearby tasks are drawn as one bar)")
+        bars.append(_Bar(lane, group, us(start), us(end - start), hover, False))
+    for lane, group, start, end, count in spans:
+        hover = (f"<b>{count:,} span(s)</b> on AICPU {escape(lane)}, the first: {escape(group)}<br>"
+                 f"{end - start:,} cycles ({_us(us(end - start))}) from {_us(us(start))}")
+        bars.append(_Bar(lane, group, us(start), us(end - start), hover, True))
+    return bars
+
+
 def _timeline_bars(tl) -> list:
+    if len(tl.events) > MAX_BARS:
+        return _merged_bars(tl)
     us = tl.machine.cycles_to_us
     bars = []
     for e in sorted(tl.events, key=lambda e: (e.start, e.task)):
@@ -196,6 +221,9 @@ def trace_download_html(tl, filename: str = "pypto_timeline.json") -> str:
     chrome://tracing); the JSON is inlined as a data: URI."""
     if tl is None:
         return note("no timeline")
+    if not isinstance(tl, TraceTimeline) and len(tl.events) > MAX_INLINE_TASKS:
+        return note(f"{len(tl.events):,} tasks: too many to inline the trace here; write it with "
+                    f"timeline.save(path) and open the file in ui.perfetto.dev")
     data = json.dumps(tl.to_chrome_trace(), separators=(",", ":")).encode()
     uri = "data:application/json;base64," + base64.b64encode(data).decode("ascii")
     return (f'<a download="{esc(filename)}" href="{uri}" style="font-family:sans-serif">'

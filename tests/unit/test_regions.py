@@ -1,0 +1,269 @@
+"""The dependency engine (pypto.runtime.regions) against a brute-force pairwise oracle: every
+conflicting pair of accesses is ordered (directly or transitively) and no edge joins accesses that
+do not conflict; plus the access patterns the engine exists for, edge by edge."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pypto.runtime.regions as R
+from pypto.runtime.regions import KINDS, RegionIndex
+
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_hypothesis_gc_callback():
+    """Hypothesis times garbage collection with a gc callback that stays installed; at an xdist
+    worker's shutdown it can be interrupted and print an unraisable-exception warning."""
+    yield
+    gc.callbacks[:] = [cb for cb in gc.callbacks if not getattr(cb, "__module__", "").startswith("hypothesis")]
+
+
+# ---- random programs ---------------------------------------------------------------------------
+
+RANK = st.integers(1, 3)
+
+
+@st.composite
+def programs(draw):
+    """Calls in program order; call c has m tasks (ids first .. first+m-1) and a few operand
+    accesses, each one box per task on a small buffer, so overlaps are frequent."""
+    rank = draw(RANK)
+    extent = draw(st.integers(2, 9))
+    n_calls = draw(st.integers(1, 12))
+    calls, first = [], 0
+    for _ in range(n_calls):
+        m = draw(st.integers(1, 6))
+        ops = []
+        for _ in range(draw(st.integers(1, 3))):
+            buf = draw(st.sampled_from("abc"))
+            write = draw(st.booleans())
+            lo = np.array(draw(st.lists(st.lists(st.integers(0, extent - 1), min_size=rank, max_size=rank),
+                                        min_size=m, max_size=m)), dtype=np.int64)
+            size = np.array(draw(st.lists(st.lists(st.integers(0, extent), min_size=rank, max_size=rank),
+                                          min_size=m, max_size=m)), dtype=np.int64)
+            ops.append((buf, write, lo, lo + size))
+        calls.append((first, m, ops))
+        first += m
+    cell = draw(st.one_of(st.none(), st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    return calls, first, cell
+
+
+def _run(calls, cell, single=False):
+    deps = RegionIndex()
+    for first, m, ops in calls:
+        for buf, write, lo, hi in ops:
+            if single:  # the numeric runtime's form: one box (two int sequences) per call
+                for k in range(m):
+                    deps.access(buf, first + k, lo[k].tolist(), hi[k].tolist(), write, cell=cell)
+            else:
+                deps.access(buf, first, lo, hi, write, cell=cell)
+    return deps
+
+
+def _accesses(calls, single):
+    """Flattened accesses (order, buffer, id, lo, hi, write) with tuple boxes; boxes of one
+    access share ``order``."""
+    out, order = [], 0
+    for first, m, ops in calls:
+        for buf, write, lo, hi in ops:
+            for k in range(m):
+                out.append((order + (k if single else 0), buf, first + k, tuple(lo[k].tolist()),
+                            tuple(hi[k].tolist()), write))
+            order += m if single else 1
+    return out
+
+
+def _overlap(alo, ahi, blo, bhi):
+    """Boxes share an element (an empty box shares none)."""
+    return all(a < b for a, b in zip(alo, ahi)) and all(a < b for a, b in zip(blo, bhi)) and \
+        all(a < d and c < b for a, b, c, d in zip(alo, ahi, blo, bhi))
+
+
+def _closure(n, src, dst):
+    reach = np.zeros((n, n), dtype=bool)
+    reach[src, dst] = True
+    for k in range(n):  # Warshall
+        reach |= reach[:, k:k + 1] & reach[k:k + 1, :]
+    return reach
+
+
+def _check(calls, n, deps, single):
+    src, dst, kind = deps.edges()
+    assert len(set(zip(src.tolist(), dst.tolist()))) == len(src), "an ordered pair has two edges"
+    assert not np.any(src == dst)
+    assert deps.edge_list() == [(s, d, KINDS[k]) for s, d, k in zip(src.tolist(), dst.tolist(), kind.tolist())]
+    acc = _accesses(calls, single)
+    reach = _closure(n, src, dst)
+    conflicts = set()
+    for x, (oa, ba, ia, la, ha, wa) in enumerate(acc):
+        for ob, bb, ib, lb, hb, wb in acc[x + 1:]:
+            if ob == oa or ba != bb or ia == ib or not (wa or wb) or not _overlap(la, ha, lb, hb):
+                continue
+            assert reach[ia, ib], f"{'write' if wa else 'read'} by {ia} then {'write' if wb else 'read'} " \
+                                  f"by {ib} of {ba} overlap, but {ib} is not ordered after {ia}"
+            conflicts.add((ia, ib, "WAW" if wa and wb else ("RAW" if wa else "WAR")))
+    for s, d, k in zip(src.tolist(), dst.tolist(), kind.tolist()):
+        assert (s, d, KINDS[k]) in conflicts, f"edge {s}->{d} {KINDS[k]} joins accesses that do not conflict"
+
+
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(params=["python", "numpy", "spill"])
+def path(request, monkeypatch):
+    """Run each property through the per-cell Python path, the numpy block path, and with tiny
+    limits that send boxes to the whole-box lists, spill cells into blocks mid-program and turn
+    staged rows into blocks by size."""
+    if request.param == "numpy":
+        monkeypatch.setattr(R, "BULK", 1)
+    elif request.param == "spill":
+        monkeypatch.setattr(R, "SMALL_CELLS", 2)
+        monkeypatch.setattr(R, "DICT_CELLS", 3)
+        monkeypatch.setattr(R, "BULK", 3)
+        monkeypatch.setattr(R, "STAGE_ROWS", 4)
+    return request.param
+
+
+@SETTINGS
+@given(programs())
+def test_conflicting_pairs_are_ordered_and_edges_are_real(path, prog):
+    calls, n, cell = prog
+    _check(calls, n, _run(calls, cell), single=False)
+
+
+@SETTINGS
+@given(programs())
+def test_one_box_per_call_form(path, prog):
+    calls, n, cell = prog
+    _check(calls, n, _run(calls, cell, single=True), single=True)
+
+
+@SETTINGS
+@given(programs())
+def test_csr_matches_the_edges(prog):
+    calls, n, cell = prog
+    deps = _run(calls, cell)
+    src, dst, _ = deps.edges()
+    ptr, succ, npred = deps.csr(n)
+    got = sorted((i, int(j)) for i in range(n) for j in succ[ptr[i]:ptr[i + 1]])
+    assert got == sorted(zip(src.tolist(), dst.tolist()))
+    assert npred.tolist() == np.bincount(dst, minlength=n).tolist()
+    for i in range(n):  # successors keep the order they were found in
+        mine = [d for s, d in zip(src.tolist(), dst.tolist()) if s == i]
+        assert succ[ptr[i]:ptr[i + 1]].tolist() == mine
+
+
+# ---- the patterns, edge by edge ----------------------------------------------------------------
+
+def _boxes(rows):
+    lo = np.array([r[0] for r in rows], dtype=np.int64)
+    hi = np.array([r[1] for r in rows], dtype=np.int64)
+    return lo, hi
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_independent_iterations_get_no_edges(bulk, monkeypatch):
+    """Iteration i reads x[i] and writes out[i] (rows, then column blocks): no edges at all."""
+    if bulk:
+        monkeypatch.setattr(R, "BULK", 1)
+    deps = RegionIndex()
+    for i in range(50):
+        deps.access("x", i, [i, 0], [i + 1, 16], False)
+        deps.access("out", i, [i, 0], [i + 1, 16], True)
+    for j in range(50):
+        deps.access("y", 100 + j, [0, 16 * j], [64, 16 * j + 16], False)
+        deps.access("z", 100 + j, [0, 16 * j], [64, 16 * j + 16], True)
+    assert len(deps) == 0
+
+
+def test_accumulator_rewritten_each_step_is_a_chain():
+    """online softmax: acc read and written every KV step; K read by every step."""
+    deps = RegionIndex()
+    for i in range(6):
+        deps.access("k", i, [0, 0], [128, 64], False)
+        deps.access("acc", i, [0, 0], [16, 64], False)
+        deps.access("acc", i, [0, 0], [16, 64], True)
+    assert deps.edge_list() == [(i, i + 1, "RAW") for i in range(5)]
+
+
+def test_many_readers_then_one_writer():
+    deps = RegionIndex()
+    deps.access("kv", 0, [0, 0], [64, 64], True)
+    for i in range(1, 40):
+        deps.access("kv", i, [0, 0], [64, 64], False)
+    deps.access("kv", 40, [0, 0], [64, 64], True)
+    edges = set(deps.edge_list())
+    assert {(0, i, "RAW") for i in range(1, 40)} <= edges
+    assert {(i, 40, "WAR") for i in range(1, 40)} <= edges
+    # and the second write follows the first directly (readers never retire a writer: later
+    # readers still need it)
+    assert edges - {(0, i, "RAW") for i in range(1, 40)} - {(i, 40, "WAR") for i in range(1, 40)} == \
+        {(0, 40, "WAW")}
+
+
+def test_whole_tensor_read_after_small_writes():
+    deps = RegionIndex()
+    for i in range(100):
+        deps.access("y", i, [i, 0], [i + 1, 16], True)
+    deps.access("y", 100, [0, 0], [100, 16], False)
+    assert sorted(deps.edge_list()) == [(i, 100, "RAW") for i in range(100)]
+
+
+def test_covering_write_retires_what_it_covers():
+    deps = RegionIndex()
+    for i in range(8):
+        deps.access("y", i, [2 * i, 0], [2 * i + 2, 8], True)
+    deps.access("y", 8, [0, 0], [16, 8], True)  # covers all 8 writes
+    deps.access("y", 9, [3, 0], [4, 8], False)  # meets only the covering write
+    assert sorted(deps.edge_list()) == [(i, 8, "WAW") for i in range(8)] + [(8, 9, "RAW")]
+
+
+def test_partial_write_keeps_the_rest_visible():
+    deps = RegionIndex()
+    deps.access("y", 0, [0, 0], [16, 16], True)
+    deps.access("y", 1, [0, 0], [8, 16], True)  # covers only the top half of task 0's box
+    deps.access("y", 2, [12, 0], [13, 16], False)
+    assert sorted(deps.edge_list()) == [(0, 1, "WAW"), (0, 2, "RAW")]
+
+
+def test_boxes_of_one_access_are_concurrent():
+    """Tiles of one call writing the same tile get no edges among themselves; a later reader
+    waits for all of them; an operand of the same tasks (same ids) never depends on itself."""
+    deps = RegionIndex()
+    lo, hi = _boxes([([0, 0], [4, 4])] * 3)
+    deps.access("acc", 0, lo, hi, True)
+    deps.access("acc", 3, [0, 0], [4, 4], False)
+    assert sorted(deps.edge_list()) == [(0, 3, "RAW"), (1, 3, "RAW"), (2, 3, "RAW")]
+    same = RegionIndex()
+    same.access("x", 0, *_boxes([([0], [4]), ([4], [8])]), False)
+    same.access("x", 0, *_boxes([([0], [4]), ([4], [8])]), True)  # in place, tile by tile
+    assert len(same) == 0
+
+
+def test_bulk_tiles_pair_up_with_their_producers(monkeypatch):
+    """A call writing 400 tiles, then a call reading them with twice the tile height: each reader
+    waits for exactly the two tiles it covers, through the numpy path and the per-cell one."""
+    for bulk in (1, 10 ** 9):
+        monkeypatch.setattr(R, "BULK", bulk)
+        deps = RegionIndex()
+        rows = np.arange(400)
+        deps.access("y", 0, np.stack([rows, rows * 0], 1) * 4, np.stack([rows + 1, rows * 0 + 1], 1) * 4, True)
+        half = np.arange(200)
+        deps.access("y", 400, np.stack([half * 8, half * 0], 1), np.stack([half * 8 + 8, half * 0 + 4], 1), False)
+        assert sorted(deps.edge_list()) == sorted([(2 * j + d, 400 + j, "RAW") for j in range(200) for d in (0, 1)])
+
+
+def test_rank_mismatch_is_an_internal_error():
+    from pypto.errors import KernelRuntimeError
+
+    deps = RegionIndex()
+    deps.access("x", 0, [0, 0], [1, 1], True)
+    with pytest.raises(KernelRuntimeError, match="rank"):
+        deps.access("x", 1, [0], [1], False)
