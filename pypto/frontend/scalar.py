@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Union
 
-from ..errors import KernelSyntaxError, user_loc
+from ..errors import ArgumentTypeError, KernelSyntaxError, user_loc
 from ..ir import expr as E
 from ..ir.simplify import simplify
 from ..ir.solver import SatStatus, check_conditions
@@ -181,7 +181,21 @@ class SymbolicScalar:
         """Whether the conditions can hold together: ``SatStatus.SAT`` (they hold, once what the
         equalities force is put in), ``UNSAT`` (they contradict each other) or ``UNKNOWN``; see
         `pypto.ir.solver`."""
-        return check_conditions([c.expr if isinstance(c, SymbolicScalar) else E.lift(c) for c in conds])
+        if isinstance(conds, (SymbolicScalar, str, bytes)) or not hasattr(conds, "__iter__"):
+            raise ArgumentTypeError("SymbolicScalar.check takes a list of conditions",
+                                    expected="a list of SymbolicScalar / int / bool", got=type(conds).__name__,
+                                    param="conds", loc=user_loc(2))
+        exprs = []
+        for i, c in enumerate(conds):
+            if isinstance(c, SymbolicScalar):
+                exprs.append(c.expr)
+            elif isinstance(c, int):  # bool included
+                exprs.append(E.lift(c))
+            else:
+                raise ArgumentTypeError(f"SymbolicScalar.check: conds[{i}] is not a condition",
+                                        expected="a SymbolicScalar, int or bool", got=f"{type(c).__name__} {c!r}",
+                                        param="conds", loc=user_loc(2))
+        return check_conditions(exprs)
 
 
 SymInt = Union[int, SymbolicScalar]  # upstream's annotation for "an int or a symbolic scalar"

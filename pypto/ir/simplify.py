@@ -5,7 +5,8 @@ here go further, bottom-up until nothing changes:
 
 - logic: ``!!c`` is ``c``, ``!(x < y)`` is ``y <= x``, De Morgan, ``a && a``, ``a && !a``,
   absorption ``a && (a || b)``, a neutral or deciding constant;
-- ``min`` / ``max``: constants to the right, ``min(max(a, b), b)`` is ``b``, a common part
+- ``min`` / ``max``: constants to the right, ``min(max(a, b), b)`` is ``b``, nested constant
+  bounds merge (``min(min(a, 8), 16)`` is ``min(a, 8)``), a common part
   comes out (``min(x + y, x + z)`` is ``x + min(y, z)``), and a clamp of a clamp collapses
   when the inner upper bound cannot bind;
 - ``min(x, y) * max(x, y)`` is ``x * y``; ``x*y + x*z`` is ``(y + z) * x``;
@@ -45,8 +46,11 @@ def _visit(e: Expr) -> Expr:
         return _not(_visit(e.a))
     if isinstance(e, Bin):
         a, b = _visit(e.a), _visit(e.b)
-        rule = _RULES.get(e.op)
-        return rule(e.op, a, b) if rule is not None else E.binary(e.op, a, b)
+        rule = _RULES.get(e.op, E.binary)
+        try:
+            return rule(e.op, a, b)
+        except ZeroDivisionError:  # a divisor that is 0: the expression fails at run time as written
+            return Bin(e.op, a, b)
     if isinstance(e, Load):
         return Load(e.param, tuple(_visit(i) for i in e.indices))
     return e
@@ -205,6 +209,12 @@ def _extremum(op, a: Expr, b: Expr) -> Expr:
     for x, y in ((a, b), (b, a)):  # min(max(p, q), q) == q
         if isinstance(x, Bin) and x.op == dual and y in (x.a, x.b):
             return y
+    bound, inner = _int_const(b), _int_const(a.b) if isinstance(a, Bin) and a.op in ("min", "max") else None
+    if bound is not None and inner is not None:
+        if a.op == op:  # min(min(p, 8), 16) == min(p, 8)
+            return E.binary(op, a.a, Const(min(inner, bound) if op == "min" else max(inner, bound)))
+        if (inner >= bound) if op == "min" else (inner <= bound):  # min(max(p, 16), 8) == 8
+            return Const(bound)
     ta, ca = E.linear_form(a)
     tb, cb = E.linear_form(b)
     common = {t: k for t, k in ta.items() if tb.get(t) == k}

@@ -470,3 +470,17 @@ def test_loop_unroll_with_is_loop_end():
         want[0] -= 1000.0
         _exact(out, want)
     assert mark_last.cache_info().misses == 1
+
+
+def test_max_of_a_loop_index_that_starts_below_zero():
+    # the index of a loop starting at -3 may be negative: max(i, 0) must not fold to i
+    @pypto.frontend.jit
+    def shifted(x: pypto.Tensor([8, 4], FP32), out: pypto.Tensor([8, 4], FP32)):
+        for i in pypto.loop(-3, 5):
+            r = pypto.max(i, 0)
+            out[i + 3:i + 4, :] = x[r:r + 1, :]
+
+    x = _rand(8, 4)
+    out = torch.zeros_like(x)
+    shifted(x, out)
+    _exact(out, x[[max(j - 3, 0) for j in range(8)]])
