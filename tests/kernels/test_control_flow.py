@@ -484,3 +484,29 @@ def test_max_of_a_loop_index_that_starts_below_zero():
     out = torch.zeros_like(x)
     shifted(x, out)
     _exact(out, x[[max(j - 3, 0) for j in range(8)]])
+
+
+def test_break_and_continue_in_compile_time_loops():
+    # a Python loop runs while tracing, so break/continue/return in it are plain Python (upstream's
+    # AST parser rejects them; inside pypto.loop they are errors here too)
+    @pypto.frontend.jit
+    def odd_rows_until(x: pypto.Tensor([6, 4], FP32), out: pypto.Tensor([6, 4], FP32), stop: int):
+        for i in range(6):
+            if i == stop:
+                break
+            if i % 2 == 0:
+                continue
+            out[i:i + 1, :] = x[i:i + 1, :] * 2.0
+        for i in range(6):
+            if i == 4:
+                return out
+
+    x = _rand(6, 4)
+    for stop in (6, 4):
+        out = torch.zeros_like(x)
+        got = odd_rows_until(x, out, stop)
+        want = torch.zeros_like(x)
+        for i in range(1, stop, 2):
+            want[i] = x[i] * 2.0
+        _exact(out, want)
+        _exact(got, want)
