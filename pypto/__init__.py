@@ -18,6 +18,8 @@ from .frontend.control import (cond, get_cube_tile_shapes, get_vec_tile_shapes, 
                                loop_unroll, set_cube_tile_shapes, set_vec_tile_shapes)
 from .frontend.jit import JitFunction, jit
 from .frontend.scalar import SymbolicScalar, SymInt, ceildiv
+from .ir.solver import SatStatus
+from .element import Element, element
 from .frontend.scalar import sym_max as max  # noqa: A001 - upstream names
 from .frontend.scalar import sym_min as min  # noqa: A001
 from .frontend.signature import DYN, DYNAMIC, STATIC, StatusType

@@ -36,15 +36,16 @@ def loop(*args, name: str | None = None, idx_name: str | None = None, unroll_lis
          submit_before_loop: bool = False, parallel: bool = False):
     """A runtime loop: ``for i in pypto.loop(stop)`` or ``pypto.loop(start, stop, step)``.
 
-    Bounds may be symbolic; the index is a SymbolicScalar. With ``unroll_list`` it behaves as
-    `loop_unroll` and yields ``(index, factor)``.
+    Bounds may be symbolic; the index is a SymbolicScalar. ``unroll_list`` is upstream's hint to
+    compile unrolled copies of the body; the body still handles one iteration and the index is
+    yielded alone (as upstream), so here it is checked and otherwise changes nothing. Use
+    `loop_unroll` to write a body per unroll factor.
     """
     loc = user_loc(2)
     tracer = require("pypto.loop")
     start, stop, step = _bounds(args, loc)
     if unroll_list is not None:
-        return _trace(tracer, loc, start, stop, step, _factors(unroll_list, loc), True, name, idx_name,
-                      submit_before_loop, parallel)
+        _factors(unroll_list, loc)
     return _trace(tracer, loc, start, stop, step, (1,), False, name, idx_name, submit_before_loop, parallel)
 
 
@@ -94,7 +95,7 @@ def _trace(tracer, loc, start, stop, step, factors, yield_factor, name, idx_name
             tracer.push_block(explorer)
             tracer.active_indices.append(index)
             tracer.loop_info[index] = (start, stop, step, factor)
-            idx = SymbolicScalar(E.Sym(index))
+            idx = SymbolicScalar(E.Sym(index, nonneg=E.is_nonneg(start)))
             yield (idx, factor) if yield_factor else idx
             tracer.active_indices.pop()
             block = tracer.pop_block(explorer)

@@ -139,7 +139,7 @@ class HostTensor(Tensor):
             if isinstance(d, int) and d >= 0:
                 dims.append(d)
             elif _is_runtime_size(d):
-                dims.append(E.Sym(self.dynamic_symbol(i)))
+                dims.append(E.Sym(self.dynamic_symbol(i), nonneg=True))
             elif isinstance(d, SymbolicScalar):
                 dims.append(E.simplify_dim(d.expr))
             else:
@@ -167,7 +167,7 @@ class HostTensor(Tensor):
             return []
         out = []
         for i, d in enumerate(self._dims):
-            out.append(SymbolicScalar(E.Sym(self.dynamic_symbol(i))) if _is_runtime_size(d) else d)
+            out.append(SymbolicScalar(E.Sym(self.dynamic_symbol(i), nonneg=True)) if _is_runtime_size(d) else d)
         return out
 
     @property

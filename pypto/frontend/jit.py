@@ -14,6 +14,7 @@ import functools
 import inspect
 import sys
 import time
+import weakref
 from typing import Callable
 
 from .. import backend as _backend
@@ -83,12 +84,30 @@ def _code_names(code) -> set:
     return names
 
 
+class _EveryKernelsVersions:
+    """The compiled versions of every live kernel, as upstream's class-wide kernel cache
+    (``JitCallableWrapper._kernel_module_cache``): ``clear()`` drops them all, so each kernel
+    compiles again at its next call."""
+
+    def clear(self) -> None:
+        for kernel in list(_LIVE_KERNELS):
+            kernel.cache_clear()
+
+    def __len__(self) -> int:
+        return sum(len(kernel._cache) for kernel in list(_LIVE_KERNELS))
+
+
+_LIVE_KERNELS: "weakref.WeakSet" = weakref.WeakSet()
+
+
 class JitFunction:
     """A kernel compiled on first use and cached per static signature.
 
     Call it with torch tensors (CPU; numpy arrays work too) for the tensor parameters, then the
     compile-time constants. Inspect it with `cache_info`, `inspect` and `last_run`.
     """
+
+    _kernel_module_cache = _EveryKernelsVersions()
 
     def __init__(self, fn: Callable, *, _scope_locals: dict | None = None, **jit_options):
         scope = getattr(fn, "__pypto_options__", None)
@@ -136,6 +155,7 @@ class JitFunction:
         self.call_log: collections.deque = collections.deque(maxlen=256)
         self.last_run: RunRecord | None = None
         functools.update_wrapper(self, fn)
+        _LIVE_KERNELS.add(self)
 
     # ---- the call path -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Union
 
-from ..errors import KernelSyntaxError, user_loc
+from ..errors import ArgumentTypeError, KernelSyntaxError, user_loc
 from ..ir import expr as E
+from ..ir.simplify import simplify
+from ..ir.solver import SatStatus, check_conditions
+from .scalar_text import dump
 
 
 def _expr(x):
@@ -153,10 +156,46 @@ class SymbolicScalar:
                  "symbolic values work as view offsets, loop bounds and in conditions")
 
     def __repr__(self) -> str:
-        return f"SymbolicScalar({E.render(self.expr)})"
+        return f"SymbolicScalar({dump(self.expr)})"
 
     def __str__(self) -> str:
-        return E.render(self.expr)
+        """Upstream's text: fully parenthesised, ``((b>=2)*(b<8))`` (see `scalar_text`)."""
+        return dump(self.expr)
+
+    # -- upstream's expression tools
+    def simplify(self) -> "SymbolicScalar":
+        """The same value as a simpler expression (``(x - y) + y`` is ``x``); see
+        `pypto.ir.simplify` for the rules. Every rule keeps the value for every value of the
+        symbols."""
+        return SymbolicScalar(simplify(self.expr))
+
+    def as_variable(self) -> None:
+        """Upstream marks the scalar as an intermediate variable of the generated code (in place).
+
+        The simulator evaluates each expression once per use from the bound sizes, so there is
+        nothing to mark: the value and the program are unchanged."""
+        return None
+
+    @staticmethod
+    def check(conds) -> "SatStatus":
+        """Whether the conditions can hold together: ``SatStatus.SAT`` (they hold, once what the
+        equalities force is put in), ``UNSAT`` (they contradict each other) or ``UNKNOWN``; see
+        `pypto.ir.solver`."""
+        if isinstance(conds, (SymbolicScalar, str, bytes)) or not hasattr(conds, "__iter__"):
+            raise ArgumentTypeError("SymbolicScalar.check takes a list of conditions",
+                                    expected="a list of SymbolicScalar / int / bool", got=type(conds).__name__,
+                                    param="conds", loc=user_loc(2))
+        exprs = []
+        for i, c in enumerate(conds):
+            if isinstance(c, SymbolicScalar):
+                exprs.append(c.expr)
+            elif isinstance(c, int):  # bool included
+                exprs.append(E.lift(c))
+            else:
+                raise ArgumentTypeError(f"SymbolicScalar.check: conds[{i}] is not a condition",
+                                        expected="a SymbolicScalar, int or bool", got=f"{type(c).__name__} {c!r}",
+                                        param="conds", loc=user_loc(2))
+        return check_conditions(exprs)
 
 
 SymInt = Union[int, SymbolicScalar]  # upstream's annotation for "an int or a symbolic scalar"

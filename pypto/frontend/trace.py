@@ -46,7 +46,7 @@ def trace(fn, name: str, tensor_specs, tensors, dtypes, consts: dict, tiles, loo
             for i, size in enumerate(t.shape):
                 ds = spec.dims[i] if spec.dims is not None and i < len(spec.dims) else None
                 if ds is not None and ds.kind == "dynamic":
-                    shape.append(E.Sym(ds.symbol))
+                    shape.append(E.Sym(ds.symbol, nonneg=True))
                     if ds.symbol not in symbols:
                         symbols.append(ds.symbol)
                 else:

@@ -10,7 +10,7 @@ into a Python closure once, so the runtime never walks the tree per element.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Union
 
 
@@ -33,9 +33,15 @@ class Const(Expr):
 
 @dataclass(frozen=True, repr=False)
 class Sym(Expr):
-    """A free symbol: a dynamic dimension (``x.shape[0]``, a named dim ``N``) or a loop index."""
+    """A free symbol: a dynamic dimension (``x.shape[0]``, a named dim ``N``) or a loop index.
+
+    ``nonneg`` says the value is never negative (a size, or the index of a loop starting at 0 or
+    above); folding relies on it (``max(n, 0)`` is ``n``). It is a fact about the symbol, not part
+    of its identity: symbols compare and hash by name.
+    """
 
     name: str
+    nonneg: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, repr=False)
@@ -130,9 +136,22 @@ def _linear(e: Expr) -> tuple[dict, int]:
     return {e: 1}, 0
 
 
+def linear_form(e) -> tuple[dict, int]:
+    """``e`` as ``({term: coefficient}, constant)``: sums and multiples by constants are opened,
+    anything else is a term."""
+    return _linear(lift(e))
+
+
+def from_linear(terms: dict, c: int) -> Expr:
+    """The normal-form expression of ``sum(k * term) + c``."""
+    return _from_linear(terms, c)
+
+
 def _from_linear(terms: dict, c: int) -> Expr:
-    # positive terms first, so ``N - i * 32`` rather than ``i * -32 + N``
-    items = sorted(((t, k) for t, k in terms.items() if k != 0), key=lambda tk: (tk[1] < 0, render(tk[0])))
+    # positive terms first, so ``N - i * 32`` rather than ``i * -32 + N``; plain symbols before
+    # compound terms, so ``x + min(y, z)``
+    items = sorted(((t, k) for t, k in terms.items() if k != 0),
+                   key=lambda tk: (tk[1] < 0, not isinstance(tk[0], Sym), render(tk[0])))
     out: Expr | None = None
     for t, k in items:
         piece = t if abs(k) == 1 else Bin("mul", t, Const(abs(k)))
@@ -169,7 +188,7 @@ def binary(op: str, a, b) -> Expr:
         return a
     if op == "max":  # sizes and loop indices are never negative
         for x, y in ((a, b), (b, a)):
-            if isinstance(y, Const) and y.value <= 0 and _nonneg(x):
+            if isinstance(y, Const) and y.value <= 0 and is_nonneg(x):
                 return x
     if op == "floordiv" and isinstance(b, Const) and b.value == 1:
         return a
@@ -179,37 +198,45 @@ def binary(op: str, a, b) -> Expr:
         return Const(True)
     if op in ("ne", "lt", "gt") and a == b:
         return Const(False)
-    if op in ("sub",) or op in _CMP:
-        pass
     if op in _CMP:  # compare a - b against 0 when that folds to a constant
         diff = binary("sub", a, b) if not isinstance(a, (Load,)) else None
         if isinstance(diff, Const):
             return Const(_FOLD[op](diff.value, 0))
-    if op == "and":
+    # A constant that decides the result folds, a neutral one goes when the other side is 0/1
+    # already; ``n && 20`` is kept as written (upstream prints it so), simplify() makes it n != 0.
+    if op in _LOGIC:
         for x, y in ((a, b), (b, a)):
             if isinstance(x, Const):
-                return _truth(y) if x.value else Const(False)
-    if op == "or":
-        for x, y in ((a, b), (b, a)):
-            if isinstance(x, Const):
-                return Const(True) if x.value else _truth(y)
+                if bool(x.value) == (op == "or"):
+                    return Const(op == "or")
+                if is_truth_value(y):
+                    return y
     return Bin(op, a, b)
 
 
-def _truth(e: Expr) -> Expr:
+def is_truth_value(e: Expr) -> bool:
+    """True when ``e`` is always 0 or 1 (a comparison, ``and`` / ``or`` / ``not``, a bool)."""
+    if isinstance(e, Const):
+        return isinstance(e.value, bool) or e.value in (0, 1)
+    return isinstance(e, Not) or (isinstance(e, Bin) and (e.op in _CMP or e.op in _LOGIC))
+
+
+def truth(e) -> Expr:
     """``e`` as a 0/1 truth value: ``n && 20`` is ``n != 0``, not ``n``."""
-    if isinstance(e, Not) or (isinstance(e, Bin) and (e.op in _CMP or e.op in _LOGIC)):
-        return e
-    return Bin("ne", e, Const(0))
+    e = lift(e)
+    if isinstance(e, Const):
+        return Const(bool(e.value))
+    return e if is_truth_value(e) else Bin("ne", e, Const(0))
 
 
-def _nonneg(e) -> bool:
+def is_nonneg(e) -> bool:
+    """True when ``e`` is known never to be negative."""
     if isinstance(e, Const):
         return e.value >= 0
     if isinstance(e, Sym):
-        return True
+        return e.nonneg
     if isinstance(e, Bin) and e.op in ("add", "mul", "floordiv", "min", "max", "mod"):
-        return _nonneg(e.a) and _nonneg(e.b)
+        return is_nonneg(e.a) and is_nonneg(e.b)
     return False
 
 
@@ -311,6 +338,8 @@ def _source(e) -> str:
         return f"(not {_source(e.a)})"
     if e.op in ("min", "max"):
         return f"{e.op}({_source(e.a)}, {_source(e.b)})"
+    if e.op in _LOGIC:  # 0/1 like upstream's && and ||, never one of the operands
+        return f"(bool({_source(e.a)}) {e.op} bool({_source(e.b)}))"
     return f"({_source(e.a)} {_PY[e.op]} {_source(e.b)})"
 
 

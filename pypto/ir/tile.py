@@ -54,7 +54,7 @@ class Access:
         """Symbolic valid extent per dim, with grid indices named by ``grid_syms``."""
         out = []
         for d, (s, a, x) in enumerate(zip(self.shape, self.axis, self.extent)):
-            rel = 0 if a is None else E.mul(E.Sym(grid_syms[a]), s)
+            rel = 0 if a is None else E.mul(E.Sym(grid_syms[a], nonneg=True), s)
             out.append(E.clamp_extent(x, rel, s))
         return tuple(out)
 

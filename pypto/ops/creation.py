@@ -5,12 +5,13 @@ from __future__ import annotations
 from .._lazy import torch
 
 from ..dtypes import DT_FP32, DType
+from ..element import Element
 from ..errors import DTypeError
 from ..frontend.builder import require
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
-from .common import dtype_arg, emit, loc, shape_list
+from .common import dtype_arg, emit, loc, scalar_arg, shape_list
 from .registry import register
 
 
@@ -33,14 +34,17 @@ def _tensor(ins, attrs, ev):
 
 
 def full(size, fill_value, dtype=None, *, valid_shape=None):
-    """A tensor of ``size`` filled with ``fill_value`` (an int, float or symbolic scalar)."""
+    """A tensor of ``size`` filled with ``fill_value`` (an int, float, symbolic scalar or a
+    `pypto.Element` of the same dtype)."""
     if isinstance(fill_value, Tensor):
         raise DTypeError("pypto.full: 'fill_value' must be a scalar", got="a tensor", param="fill_value",
                          loc=loc())
     if dtype is None:
-        dtype = DT_FP32
+        dtype = fill_value.dtype if isinstance(fill_value, Element) else DT_FP32
     dt = dtype_arg(dtype, "full")
-    if isinstance(fill_value, SymbolicScalar):
+    if isinstance(fill_value, Element):
+        value = scalar_arg(fill_value, "full", "fill_value", dt)
+    elif isinstance(fill_value, SymbolicScalar):
         value = E.simplify_dim(fill_value.expr)
     elif isinstance(fill_value, bool) or isinstance(fill_value, (int, float)):
         if isinstance(fill_value, float) and not dt.is_float:
@@ -49,7 +53,8 @@ def full(size, fill_value, dtype=None, *, valid_shape=None):
                              loc=loc())
         value = fill_value
     else:
-        raise DTypeError("pypto.full: 'fill_value' must be a scalar", expected="int, float or SymbolicScalar",
+        raise DTypeError("pypto.full: 'fill_value' must be a scalar",
+                         expected="int, float, SymbolicScalar or pypto.Element",
                          got=type(fill_value).__name__, param="fill_value", loc=loc())
     shp = shape_list(size, "full", "size")
     valid = shape_list(valid_shape, "full", "valid_shape") if valid_shape is not None else shp

@@ -120,3 +120,31 @@ def test_zeros_ones_size_forms(make, ref):
 
 def test_zeros_dtype_given_twice():
     check_raises(pypto.DTypeError, lambda: pypto.zeros(2, pypto.DT_FP16, dtype=pypto.DT_FP32), [])
+
+
+# ---- pypto.Element as a scalar operand ----------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype,pdt,value", [(FP16, pypto.DT_FP16, 1.5), (BF16, pypto.DT_BF16, -0.75),
+                                              (I32, pypto.DT_INT32, -7), (FP32, pypto.DT_FP32, 3)])
+def test_where_with_an_element(dtype, pdt, value, mode):
+    c = rand(SHAPE[mode], torch.bool, seed=5)
+    x = rand(SHAPE[mode], dtype, lo=-20, hi=20, seed=6)
+    el = pypto.Element(pdt, value)
+    want = float(value) if dtype.is_floating_point else value
+    check_op(lambda c_, t: pypto.where(c_, t, el), [c, x], lambda c_, t: torch.where(c_, t, want), mode=mode)
+    check_op(lambda c_, t: pypto.where(c_, el, t), [c, x], lambda c_, t: torch.where(c_, want, t), mode=mode)
+
+
+@pytest.mark.parametrize("dtype,pdt,value", [(FP16, pypto.DT_FP16, 2.5), (I16, pypto.DT_INT16, -3)])
+def test_full_with_an_element(dtype, pdt, value):
+    check_op(lambda: pypto.full([3, 4], pypto.element(pdt, value), pdt), [],
+             lambda: torch.full((3, 4), value, dtype=dtype))
+    check_op(lambda: pypto.full([2, 5], pypto.Element(pdt, value)), [],  # dtype from the element
+             lambda: torch.full((2, 5), value, dtype=dtype))
+
+
+def test_element_dtype_must_match_the_tensor():
+    c, x = rand((4, 4), torch.bool), rand((4, 4), FP16)
+    check_raises(pypto.DTypeError, lambda c_, t: pypto.where(c_, t, pypto.Element(pypto.DT_FP32, 1.0)), [c, x])
+    check_raises(pypto.DTypeError, lambda: pypto.full([2, 2], pypto.Element(pypto.DT_FP32, 1.0), pypto.DT_FP16), [])

@@ -415,18 +415,38 @@ def test_loop_unroll_one_compile_three_bodies():
     assert views_per_body == [4, 2, 1]
 
 
-def test_loop_with_unroll_list_keyword():
+def test_loop_with_unroll_list_keyword_yields_the_index_alone():
+    # upstream: unroll_list on pypto.loop is a compile hint; the body still handles one
+    # iteration and gets the index alone (loop_unroll is the form with a body per factor)
     @pypto.frontend.jit
     def via_loop(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
-        for i, f in pypto.loop(x.shape[0], unroll_list=[4]):
-            for k in range(f):
-                out[i + k:i + k + 1, :] = x[i + k:i + k + 1, :] + float(f)
+        for i in pypto.loop(0, x.shape[0], 2, unroll_list=[16, 1]):
+            if pypto.is_loop_end(i):
+                out[i:i + 2, :] = x[i:i + 2, :] * 3.0
+            else:
+                out[i:i + 2, :] = x[i:i + 2, :] + 1.0
 
-    x = _rand(7, 8)
-    out = torch.zeros_like(x)
-    via_loop(x, out)
-    want = x + torch.tensor([4.0] * 4 + [1.0] * 3)[:, None]
-    _exact(out, want)
+    for rows in (7, 8, 1):
+        x = _rand(rows, 8, seed=rows)
+        out = torch.zeros_like(x)
+        via_loop(x, out)
+        want = x + 1.0
+        last = (rows - 1) // 2 * 2
+        want[last:] = x[last:] * 3.0
+        _exact(out, want)
+    (lp,) = list(via_loop.inspect(x, out).program.loops())
+    assert lp.factors == (1,) and len(lp.bodies) == 1
+
+
+def test_loop_unroll_list_must_hold_positive_ints():
+    @pypto.frontend.jit
+    def bad(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
+        for i in pypto.loop(x.shape[0], unroll_list=[4, 0]):
+            out[i:i + 1, :] = x[i:i + 1, :]
+
+    x = _rand(4, 8)
+    with pytest.raises(pypto.KernelSyntaxError, match="unroll_list"):
+        bad(x, torch.zeros_like(x))
 
 
 def test_loop_unroll_with_is_loop_end():
@@ -450,3 +470,43 @@ def test_loop_unroll_with_is_loop_end():
         want[0] -= 1000.0
         _exact(out, want)
     assert mark_last.cache_info().misses == 1
+
+
+def test_max_of_a_loop_index_that_starts_below_zero():
+    # the index of a loop starting at -3 may be negative: max(i, 0) must not fold to i
+    @pypto.frontend.jit
+    def shifted(x: pypto.Tensor([8, 4], FP32), out: pypto.Tensor([8, 4], FP32)):
+        for i in pypto.loop(-3, 5):
+            r = pypto.max(i, 0)
+            out[i + 3:i + 4, :] = x[r:r + 1, :]
+
+    x = _rand(8, 4)
+    out = torch.zeros_like(x)
+    shifted(x, out)
+    _exact(out, x[[max(j - 3, 0) for j in range(8)]])
+
+
+def test_break_and_continue_in_compile_time_loops():
+    # a Python loop runs while tracing, so break/continue/return in it are plain Python (upstream's
+    # AST parser rejects them; inside pypto.loop they are errors here too)
+    @pypto.frontend.jit
+    def odd_rows_until(x: pypto.Tensor([6, 4], FP32), out: pypto.Tensor([6, 4], FP32), stop: int):
+        for i in range(6):
+            if i == stop:
+                break
+            if i % 2 == 0:
+                continue
+            out[i:i + 1, :] = x[i:i + 1, :] * 2.0
+        for i in range(6):
+            if i == 4:
+                return out
+
+    x = _rand(6, 4)
+    for stop in (6, 4):
+        out = torch.zeros_like(x)
+        got = odd_rows_until(x, out, stop)
+        want = torch.zeros_like(x)
+        for i in range(1, stop, 2):
+            want[i] = x[i] * 2.0
+        _exact(out, want)
+        _exact(got, want)

@@ -305,3 +305,31 @@ def test_reassigning_a_tensor_parameter_is_an_error():
     a, c = torch.randn(4, 4), torch.zeros(4, 4)
     dead_branch(a, c)
     assert torch.allclose(c, a + 1)
+
+
+# ---- pypto.Element, SymbolicScalar.as_variable --------------------------------------------------------
+
+def test_element_holds_a_typed_constant():
+    a = pypto.element(pypto.DT_FP32, 1)
+    assert pypto.element is pypto.Element and a.dtype is pypto.DT_FP32
+    assert a.value == 1.0 and isinstance(a.value, float)
+    b = pypto.Element(pypto.DT_INT32, 7)
+    assert b.value == 7 and isinstance(b.value, int) and b == pypto.Element(pypto.DT_INT32, 7.0)
+    assert pypto.Element(pypto.DT_BOOL, 1).value is True
+    assert repr(b) == "pypto.Element(pypto.DT_INT32, 7)"
+    with pytest.raises(AttributeError):
+        b.value = 3  # read-only
+
+
+def test_element_rejects_bad_arguments():
+    with pytest.raises(pypto.ArgumentTypeError, match="dtype"):
+        pypto.Element("fp32", 1.0)
+    with pytest.raises(pypto.ArgumentTypeError, match="value"):
+        pypto.Element(pypto.DT_FP32, "1.0")
+    with pytest.raises(pypto.DTypeError, match="DT_INT8"):
+        pypto.Element(pypto.DT_INT8, 1.5)
+
+
+def test_as_variable_changes_nothing():
+    s = pypto.symbolic_scalar("x") + 1
+    assert s.as_variable() is None and str(s) == "(x+1)"

@@ -1,0 +1,13 @@
+"""Upstream's ``pypto.frontend.parser.entry``: the jit decorator and the class of its kernels.
+
+``JitCallableWrapper`` is this package's `JitFunction`; its class attribute
+``_kernel_module_cache`` holds every live kernel's compiled versions (``.clear()`` makes each
+compile again at its next call), as upstream's test set-ups expect.
+"""
+
+from .. import function
+from ..jit import JitFunction, jit
+
+JitCallableWrapper = JitFunction
+
+__all__ = ["jit", "function", "JitCallableWrapper"]
