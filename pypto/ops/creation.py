@@ -5,6 +5,7 @@ from __future__ import annotations
 from .._lazy import torch
 
 from ..dtypes import DT_FP32, DType
+from ..element import Element, check_scalar_value
 from ..errors import DTypeError
 from ..frontend.builder import require
 from ..frontend.scalar import SymbolicScalar
@@ -33,12 +34,22 @@ def _tensor(ins, attrs, ev):
 
 
 def full(size, fill_value, dtype=None, *, valid_shape=None):
-    """A tensor of ``size`` filled with ``fill_value`` (an int, float or symbolic scalar)."""
+    """A tensor of ``size`` filled with ``fill_value``: an int, a float, a symbolic scalar or a
+    `pypto.Element` (whose dtype is the default ``dtype``, and must equal a ``dtype`` given).
+    The value must fit the dtype (no negative value for an unsigned dtype)."""
     if isinstance(fill_value, Tensor):
         raise DTypeError("pypto.full: 'fill_value' must be a scalar", got="a tensor", param="fill_value",
                          loc=loc())
+    if isinstance(fill_value, Element):
+        if dtype is not None and dtype is not fill_value.dtype:
+            raise DTypeError("pypto.full: data type inconsistent: 'fill_value' is an Element of "
+                             f"{fill_value.dtype.name} but 'dtype' is {getattr(dtype, 'name', dtype)}",
+                             expected=f"dtype={fill_value.dtype.name}", got=repr(dtype), param="dtype", loc=loc())
+        dtype, fill_value = fill_value.dtype, fill_value.value
     if dtype is None:
         dtype = DT_FP32
+    if isinstance(dtype, DType):
+        check_scalar_value(fill_value, dtype, "pypto.full", "fill_value", loc())
     dt = dtype_arg(dtype, "full")
     if isinstance(fill_value, SymbolicScalar):
         value = E.simplify_dim(fill_value.expr)
@@ -49,7 +60,8 @@ def full(size, fill_value, dtype=None, *, valid_shape=None):
                              loc=loc())
         value = fill_value
     else:
-        raise DTypeError("pypto.full: 'fill_value' must be a scalar", expected="int, float or SymbolicScalar",
+        raise DTypeError("pypto.full: 'fill_value' must be a scalar",
+                         expected="int, float, SymbolicScalar or pypto.Element",
                          got=type(fill_value).__name__, param="fill_value", loc=loc())
     shp = shape_list(size, "full", "size")
     valid = shape_list(valid_shape, "full", "valid_shape") if valid_shape is not None else shp

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_INT16, DT_INT32, SUPPORTED_DTYPES
+from ..element import Element
 from ..enums import CastMode, SaturationMode
 from ..errors import DTypeError
 from ..frontend.tensor import Tensor
@@ -295,30 +296,55 @@ def _clip(ins, attrs, ev):
 
 
 def where(condition, input, other):
-    """``input`` where ``condition`` (a BOOL tensor) holds, else ``other``; either may be a scalar."""
+    """``input`` where ``condition`` (a BOOL tensor) holds, else ``other``.
+
+    ``input`` / ``other`` may be tensors (of one dtype) or scalars: a `pypto.Element` of the
+    tensor's dtype, an int, or a Python float, which is an fp32 value (as upstream: with a tensor
+    of another dtype, write ``pypto.Element(dtype, value)``).
+    """
     tensor_arg(condition, "where", "condition")
     if condition.dtype is not DT_BOOL:
         raise DTypeError("pypto.where: 'condition' must be a BOOL tensor", expected="DT_BOOL",
                          got=condition.dtype.name, param="condition", loc=loc())
     tensors = [t for t in (input, other) if isinstance(t, Tensor)]
     if not tensors:
+        _where_scalars_agree(input, other)
         raise DTypeError("pypto.where needs 'input' or 'other' to be a tensor", got="two scalars",
                          param="input", loc=loc())
     dt = tensors[0].dtype
-    check_dtype("where", tensors[0], "input")
     if len(tensors) == 2 and other.dtype is not dt:
-        raise DTypeError("pypto.where: 'input' and 'other' have different dtypes", expected=dt.name,
-                         got=other.dtype.name, param="other", loc=loc())
+        raise DTypeError("pypto.where: data type inconsistent: 'input' and 'other' have different dtypes",
+                         expected=dt.name, got=other.dtype.name, param="other", loc=loc())
+    scalars = {}
+    for name, x in (("input", input), ("other", other)):
+        if not isinstance(x, Tensor):
+            if isinstance(x, float) and dt is not DT_FP32:
+                raise DTypeError(f"pypto.where: data type inconsistent: a float '{name}' is an fp32 scalar but the "
+                                 f"tensor is {dt.name}", expected=f"pypto.Element({dt.name}, {x!r})", got=repr(x),
+                                 param=name, loc=loc())
+            scalars[name] = scalar_arg(x, "where", name, dt)
+    check_dtype("where", tensors[0], "input" if isinstance(input, Tensor) else "other")
     ins, attrs = [condition], {}
     for name, x in (("input", input), ("other", other)):
         if isinstance(x, Tensor):
             attrs[name] = len(ins)
             ins.append(x)
         else:
-            attrs[name + "_scalar"] = scalar_arg(x, "where", name, dt)
+            attrs[name + "_scalar"] = scalars[name]
     shape = broadcast_shapes("where", [t._value.shape for t in ins], ["condition", "input", "other"])
     attrs["bcast"] = tuple(bcast_flags(t._value.shape, shape) for t in ins)
     return emit("where", ins, [(dt, shape, valid_of(*[t._value for t in ins]))], attrs)
+
+
+def _where_scalars_agree(input, other) -> None:
+    """Two scalar choices must have one dtype (a float is fp32) before anything else is said."""
+    def dtype_of(x):
+        return x.dtype if isinstance(x, Element) else DT_FP32 if isinstance(x, float) else None
+
+    a, b = dtype_of(input), dtype_of(other)
+    if a is not None and b is not None and a is not b:
+        raise DTypeError("pypto.where: data type inconsistent: 'input' and 'other' have different dtypes",
+                         expected=a.name, got=b.name, param="other", loc=loc())
 
 
 @register("where", kind="vector", fp32_math=True, dtypes=NUMERIC)
