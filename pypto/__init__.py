@@ -38,6 +38,8 @@ from .config import (TileL1Info, TileL0Info, get_conv_tile_shapes, get_global_co
                      set_global_config, set_matrix_size, set_print_options, set_semantic_label)
 from .logging import (CheckError, InternalError, LogLevel, check, get_log_level, internal_check,  # noqa: E402
                       log_debug, log_error, log_event, log_fatal, log_info, log_warn, raise_error, set_log_level)
+from .pass_config import (PassConfigKey, PassConfigs, get_pass_config, get_pass_configs,  # noqa: E402
+                          get_pass_default_config, set_pass_config, set_pass_default_config)
 from .platform import platform  # noqa: E402 - the Platform object, as upstream
 from .runtime.verify import set_verify_golden_data  # noqa: E402
 

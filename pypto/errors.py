@@ -170,6 +170,10 @@ class PassError(PyptoGeneralError):
     """An error of the pass configuration or of a compile pass."""
 
 
+class PassConfigError(PassError, TypeError):
+    """A pass configuration call with an argument of the wrong type (``pypto.set_pass_config`` ...)."""
+
+
 class VerifyError(PyptoGeneralError):
     """An error of pass verification (``verify_options``)."""
 

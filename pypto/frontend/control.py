@@ -36,16 +36,19 @@ def loop(*args, name: str | None = None, idx_name: str | None = None, unroll_lis
          submit_before_loop: bool = False, parallel: bool = False):
     """A runtime loop: ``for i in pypto.loop(stop)`` or ``pypto.loop(start, stop, step)``.
 
-    Bounds may be symbolic; the index is a SymbolicScalar. With ``unroll_list`` it behaves as
-    `loop_unroll` and yields ``(index, factor)``.
+    Bounds may be symbolic; the index is a SymbolicScalar. With ``unroll_list`` the loop is
+    unrolled automatically: for each factor ``f`` (largest first; 1 is always added and runs the
+    rest) the body written for one iteration is traced ``f`` times in a row, with the indices
+    ``i, i + step, ..., i + (f - 1) * step``, and the loop advances by ``f * step``. In such a
+    body ``pypto.is_loop_begin(i)`` can only hold in the first copy and ``pypto.is_loop_end(i)``
+    only in the last.
     """
     loc = user_loc(2)
     tracer = require("pypto.loop")
     start, stop, step = _bounds(args, loc)
-    if unroll_list is not None:
-        return _trace(tracer, loc, start, stop, step, _factors(unroll_list, loc), True, name, idx_name,
-                      submit_before_loop, parallel)
-    return _trace(tracer, loc, start, stop, step, (1,), False, name, idx_name, submit_before_loop, parallel)
+    factors = _factors(unroll_list, loc) if unroll_list is not None else (1,)
+    return _trace(tracer, loc, start, stop, step, factors, False, name, idx_name, submit_before_loop, parallel,
+                  replicate=True)
 
 
 def loop_unroll(*args, unroll_list=(1,), name: str | None = None, idx_name: str | None = None,
@@ -77,7 +80,10 @@ def _factors(unroll_list, loc) -> tuple:
 
 
 def _trace(tracer, loc, start, stop, step, factors, yield_factor, name, idx_name, submit_before_loop,
-           parallel):
+           parallel, replicate=False):
+    """Trace the body once per unroll factor and control-flow path; with ``replicate`` the body
+    is traced ``factor`` times per path (automatic unrolling), else once (``loop_unroll``: the
+    body handles ``factor`` steps itself)."""
     index = idx_name or tracer.loop_names.get((loc.file, loc.line) if loc else None)
     if not index:
         index = f"i{len(tracer.active_indices)}"
@@ -93,9 +99,11 @@ def _trace(tracer, loc, start, stop, step, factors, yield_factor, name, idx_name
         while more:
             tracer.push_block(explorer)
             tracer.active_indices.append(index)
-            tracer.loop_info[index] = (start, stop, step, factor)
-            idx = SymbolicScalar(E.Sym(index))
-            yield (idx, factor) if yield_factor else idx
+            for copy in range(factor if replicate else 1):
+                expr = E.Sym(index) if copy == 0 else E.add(E.Sym(index), copy * step)
+                tracer.loop_info[index] = (start, stop, step, factor, (copy, expr) if replicate else None)
+                idx = SymbolicScalar(expr)
+                yield (idx, factor) if yield_factor else idx
             tracer.active_indices.pop()
             block = tracer.pop_block(explorer)
             tracer.vec_tile, tracer.cube_tile = saved  # tile settings are scoped to the loop body
@@ -113,24 +121,34 @@ def cond(scalar, file=None, lineno=None) -> bool:
 
 
 def _loop_of(idx, what):
+    """(start, stop, step, factor, copy) of the enclosing loop whose index ``idx`` is; ``copy`` is
+    the position of ``idx`` in an automatically unrolled body (None in a ``loop_unroll`` body)."""
     tracer = require(what)
-    if not (isinstance(idx, SymbolicScalar) and isinstance(idx.expr, E.Sym)
-            and idx.expr.name in tracer.active_indices):
-        raise KernelSyntaxError(f"{what} needs the index of an enclosing pypto.loop", got=repr(idx),
-                                loc=user_loc(3))
-    return tracer.loop_info[idx.expr.name]
+    if isinstance(idx, SymbolicScalar):
+        for name in reversed(tracer.active_indices):
+            start, stop, step, factor, copy = tracer.loop_info[name]
+            own = copy[1] if copy is not None else E.Sym(name)
+            if idx.expr == own:
+                return start, stop, step, factor, None if copy is None else copy[0]
+    raise KernelSyntaxError(f"{what} needs the index of an enclosing pypto.loop", got=repr(idx), loc=user_loc(3))
 
 
 def is_loop_begin(idx) -> SymbolicScalar:
     """True on the first iteration of the loop whose index is ``idx``."""
-    start, _, _, _ = _loop_of(idx, "pypto.is_loop_begin")
+    start, _, _, _, copy = _loop_of(idx, "pypto.is_loop_begin")
+    if copy:  # a later copy of an unrolled body is never the first iteration
+        return SymbolicScalar.wrap(E.const(False))
     return SymbolicScalar.wrap(E.binary("eq", idx.expr, start))
 
 
 def is_loop_end(idx) -> SymbolicScalar:
     """True on the last iteration of the loop whose index is ``idx``."""
-    _, stop, step, factor = _loop_of(idx, "pypto.is_loop_end")
-    return SymbolicScalar.wrap(E.binary("ge", E.add(idx.expr, step * factor), stop))
+    _, stop, step, factor, copy = _loop_of(idx, "pypto.is_loop_end")
+    if copy is None:  # a loop_unroll body covers ``factor`` steps from idx
+        return SymbolicScalar.wrap(E.binary("ge", E.add(idx.expr, step * factor), stop))
+    if copy < factor - 1:  # the loop always runs the whole unrolled body, so a copy before the last is not the end
+        return SymbolicScalar.wrap(E.const(False))
+    return SymbolicScalar.wrap(E.binary("ge", E.add(idx.expr, step), stop))
 
 
 # ---- tile shapes -----------------------------------------------------------------------------------

@@ -415,18 +415,48 @@ def test_loop_unroll_one_compile_three_bodies():
     assert views_per_body == [4, 2, 1]
 
 
-def test_loop_with_unroll_list_keyword():
+def test_loop_with_unroll_list_unrolls_a_one_iteration_body():
+    """pypto.loop(..., unroll_list=...) yields plain indices: the body is written for one
+    iteration and traced f times per factor f (indices i, i + 1, ...)."""
     @pypto.frontend.jit
     def via_loop(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
-        for i, f in pypto.loop(x.shape[0], unroll_list=[4]):
-            for k in range(f):
-                out[i + k:i + k + 1, :] = x[i + k:i + k + 1, :] + float(f)
+        for i in pypto.loop(x.shape[0], unroll_list=[4]):
+            out[i:i + 1, :] = x[i:i + 1, :] * 3.0 + 1.0
 
-    x = _rand(7, 8)
-    out = torch.zeros_like(x)
-    via_loop(x, out)
-    want = x + torch.tensor([4.0] * 4 + [1.0] * 3)[:, None]
-    _exact(out, want)
+    for rows in (1, 3, 4, 7, 9):
+        x = _rand(rows, 8, seed=rows)
+        out = torch.zeros_like(x)
+        via_loop(x, out)
+        _exact(out, x * 3.0 + 1.0)
+    assert via_loop.cache_info().misses == 1
+    (lp,) = list(via_loop.inspect(x, out).program.loops())
+    assert lp.factors == (4, 1)
+    views_per_body = [sum(1 for item in body.items if getattr(item, "kind", None) == "view") for body in lp.bodies]
+    assert views_per_body == [4, 1]
+
+
+def test_auto_unrolled_body_begin_and_end():
+    """In an automatically unrolled body, is_loop_begin can only hold in the first copy and
+    is_loop_end only in the last; the marks land on the first and last rows of the whole loop."""
+    @pypto.frontend.jit
+    def mark(x: pypto.Tensor([D, 4], FP32), out: pypto.Tensor([D, 4], FP32)):
+        for i in pypto.loop(x.shape[0], unroll_list=[1, 4]):
+            row = x[i:i + 1, :]
+            if pypto.cond(pypto.is_loop_begin(i)):
+                row = row - 1000.0
+            elif pypto.cond(pypto.is_loop_end(i)):
+                row = row + 1000.0
+            out[i:i + 1, :] = row
+
+    for n in (1, 2, 4, 5, 9):
+        x = _rand(n, 4, seed=n)
+        out = torch.zeros_like(x)
+        mark(x, out)
+        want = x.clone()
+        if n > 1:
+            want[-1] += 1000.0
+        want[0] -= 1000.0
+        _exact(out, want)
 
 
 def test_loop_unroll_with_is_loop_end():
