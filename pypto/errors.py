@@ -76,10 +76,11 @@ class ExternalError(enum.IntEnum):
 
 # An error's code: 0xF00000 | the ExternalError of the builtin it corresponds to.
 _FRONTEND_CODE = 0xF00000
+# (NotImplementedError is a RuntimeError: it comes first)
 _CODE_OF_BUILTIN = ((TypeError, ExternalError.INVALID_TYPE), (ValueError, ExternalError.INVALID_VAL),
+                    (NotImplementedError, ExternalError.NOT_IMPLEMENTED_ERROR),
                     (RuntimeError, ExternalError.RUNTIME_ERROR), (NameError, ExternalError.NAME_ERROR),
-                    (NotImplementedError, ExternalError.NOT_IMPLEMENTED_ERROR), (KeyError, ExternalError.KEY_ERROR),
-                    (IndexError, ExternalError.OUT_OF_RANGE))
+                    (KeyError, ExternalError.KEY_ERROR), (IndexError, ExternalError.OUT_OF_RANGE))
 _UNKNOWN_CODE = _FRONTEND_CODE | ExternalError.UNKNOWN
 _NO_MESSAGE = object()
 
@@ -208,6 +209,16 @@ class ArgumentValueError(FeError, ValueError):
 
 class AnnotationError(FeError, ParserError, TypeError):
     """A kernel signature annotation that pypto cannot understand."""
+
+
+class UnsupportedSignatureError(FeError, ParserError, NotImplementedError):
+    """A kernel signature form the PyPTO language does not support (``*args``, ``**kwargs``)."""
+
+    def __init__(self, what, msg=_NO_MESSAGE, **kw):
+        super().__init__(what, msg, **kw)
+        if msg is _NO_MESSAGE and "ErrCode" not in str(self.what):  # the code is part of the message
+            self.what = f"ErrCode: {self.code:X}, {self.what}"
+            self.args = (self._format(),)
 
 
 class OptionError(FeError, ValueError):
