@@ -17,6 +17,7 @@ implementation:
 * ``SetGlobalConfig({"group.name": value})``: options set at the root (they outlive
   `pypto.reset_options`) and global configuration keys (`pypto.set_global_config`).
 * ``RecordFunc``: the recording behind ``with pypto.function(...)``.
+* ``log_debug`` ... ``log_fatal``: the package's logger (`pypto.logging`).
 
 Upstream's IR bindings (``pypto_impl.ir``: IR nodes, builders, structural equality), its device
 and profiling entry points (``DeviceInit``, ``LogTopFolder``, the cost-model runs) and the tile
@@ -35,6 +36,7 @@ from .element import Element
 from .errors import ArgumentTypeError, ArgumentValueError, ExternalError, OptionError, VerifyDataError, user_loc
 from .frontend.compile import compile_monitor_total_elapsed
 from .frontend.recording import RecordFunc
+from .logging import log_debug, log_error, log_event, log_fatal, log_info, log_warn  # noqa: F401 - upstream names
 from .options import OPTIONS, set_root_options
 
 _SCALAR_DIVS_DTYPES = (DT_FP16, DT_BF16, DT_FP32)
@@ -169,4 +171,5 @@ def SetGlobalConfig(values: Mapping[str, object]) -> None:  # noqa: N802 - upstr
 
 
 __all__ = ["ExternalError", "Element", "ScalarDivS", "GetCompilerMonitorTotalElapsed", "DeviceTensorData",
-           "SetVerifyData", "TileL1Info", "TileL0Info", "SetGlobalConfig", "RecordFunc"]
+           "SetVerifyData", "TileL1Info", "TileL0Info", "SetGlobalConfig", "RecordFunc", "log_debug", "log_info",
+           "log_warn", "log_error", "log_event", "log_fatal"]

@@ -194,3 +194,10 @@ def test_failed_abort_keeps_the_body_error_and_leaves_no_recording(declared):
     with pypto.function("MAIN2", a, b):  # the tracer was left although the abort failed
         pypto.set_vec_tile_shapes(8, 8)
         b.move(a * 2.0)
+
+
+def test_log_functions_are_the_package_logger(capfd):
+    for level in ("info", "warn", "error", "event", "fatal"):
+        assert getattr(pypto_impl, f"log_{level}") is getattr(pypto.logging, f"log_{level}")
+    pypto_impl.log_error("impl error message")
+    assert "impl error message" in capfd.readouterr().err
