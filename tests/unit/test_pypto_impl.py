@@ -201,3 +201,24 @@ def test_log_functions_are_the_package_logger(capfd):
         assert getattr(pypto_impl, f"log_{level}") is getattr(pypto.logging, f"log_{level}")
     pypto_impl.log_error("impl error message")
     assert "impl error message" in capfd.readouterr().err
+
+
+def test_op_wrapper_records_ops_and_wraps_foreign_errors():
+    from pypto.operation import op_wrapper
+
+    @op_wrapper
+    def scalar_div(t, other, reverse=False):
+        """Divide by a scalar of the tensor's dtype."""
+        return pypto_impl.ScalarDivS(t, pypto_impl.Element(t.dtype, other), reverse)
+
+    assert scalar_div.__doc__ == "Divide by a scalar of the tensor's dtype."
+    x = rand((4, 8), lo=1.0, hi=2.0, seed=5)
+    check_op(lambda t: scalar_div(t, 4.0, True), [x], lambda t: 4.0 / t)
+
+    @op_wrapper
+    def broken(t):
+        raise KeyError("no such thing")
+
+    with pytest.raises(FeError, match="no such thing") as info:
+        broken(None)
+    assert isinstance(info.value.__cause__, KeyError)
