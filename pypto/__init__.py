@@ -8,6 +8,7 @@ and inspect every stage with ``kernel.inspect(...)``, ``kernel.cache_info()`` an
 from . import frontend
 from .dtypes import *  # noqa: F401,F403 - DT_* names
 from .dtypes import DataType, DType, bytes_of
+from .element import Element, element
 from .enums import *  # noqa: F401,F403 - CastMode, TileOpFormat, OpType, ROUND_UP ...
 from .errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError, DTypeError,
                      KernelRuntimeError, KernelSyntaxError, OptionError, PyptoError, ShapeError,
@@ -32,13 +33,15 @@ from .options import (CompStage, RunMode, get_codegen_options, get_debug_options
                       set_runtime_options, set_verify_options)
 from .record import CacheInfo, CompiledKernel, PassSnapshot, RunRecord
 from .runtime.machine import MachineModel, current_machine as get_machine, set_machine
-from . import error, runtime  # noqa: E402 - upstream's pypto.error and pypto.runtime._device_* names
+from . import error, pypto_impl, runtime  # noqa: E402 - upstream's pypto.error and pypto.runtime._device_* names
 from . import _controller, logging  # noqa: E402 - upstream's pypto._controller, pypto.logging
 from .config import (TileL1Info, TileL0Info, get_conv_tile_shapes, get_global_config, get_matrix_size,  # noqa: E402
                      get_print_options, get_semantic_label, reset_global_config, set_conv_tile_shapes,
                      set_global_config, set_matrix_size, set_print_options, set_semantic_label)
 from .logging import (CheckError, InternalError, LogLevel, check, get_log_level, internal_check,  # noqa: E402
                       log_debug, log_error, log_event, log_fatal, log_info, log_warn, raise_error, set_log_level)
+from .pass_config import (PassConfigKey, PassConfigs, get_pass_config, get_pass_configs,  # noqa: E402
+                          get_pass_default_config, set_pass_config, set_pass_default_config)
 from .platform import platform  # noqa: E402 - the Platform object, as upstream
 from .runtime.verify import set_verify_golden_data  # noqa: E402
 

@@ -3,13 +3,15 @@
 ``function``, ``loop``, ``loop_unroll``, ``cond``, ``is_loop_begin`` and ``is_loop_end`` are the
 public ones (also ``pypto.*``); ``Controller.in_function`` tells whether a function body is being
 recorded, ``reset()`` forgets the recorded function, ``dump()`` gives its Tensor Graph text and
-``LoopRange`` (``_loop_range``) is a loop's ``begin``/``end``/``step`` as symbolic scalars.
+``LoopRange`` (``_loop_range``) is a loop's ``begin``/``end``/``step`` as symbolic scalars;
+``_finalize_function_recording(func, error)`` ends or aborts a `pypto_impl.RecordFunc`.
 """
 
 from __future__ import annotations
 
+from . import pypto_impl  # noqa: F401 - upstream's pypto._controller.pypto_impl (RecordFunc is looked up there)
 from .frontend.control import cond, is_loop_begin, is_loop_end, loop, loop_unroll
-from .frontend.recording import Controller, function
+from .frontend.recording import Controller, _finalize_function_recording, function
 from .frontend.scalar import SymbolicScalar
 from .runtime.device import last_function, record_function
 

@@ -185,7 +185,8 @@ def set_semantic_label(label: str) -> None:
         raise ArgumentTypeError("pypto.set_semantic_label: 'label' must be a str", got=repr(label), param="label",
                                 loc=loc)
     if _FUNC_ORDER_LABEL.fullmatch(label):
-        raise ArgumentValueError(f"semantic label {label!r} has the reserved form func<magic>_<order>",
+        raise ArgumentValueError(f"semantic label {label!r} conflicts with function-granularity hashOrder keys "
+                                 "(the reserved form func<magic>_<order>)",
                                  expected="any other string", got=label, param="label", loc=loc)
     _state["label"] = (label, loc)
 

@@ -98,7 +98,8 @@ class ReLuType(_Enum):
 
 
 class TransMode(_Enum):
-    """The rounding of a matmul result converted on the way out of the cube unit."""
+    """How a matmul turns fp32 operands into TF32 (10 mantissa bits): not at all (CAST_NONE), or
+    rounding to nearest with ties to even (CAST_RINT) or away from zero (CAST_ROUND)."""
 
     CAST_NONE = 0
     CAST_RINT = 1

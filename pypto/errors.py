@@ -10,6 +10,7 @@ and where in the user's kernel it happened.
 
 from __future__ import annotations
 
+import enum
 import os
 import sys
 from dataclasses import dataclass
@@ -50,18 +51,45 @@ def user_loc(depth: int = 1) -> SourceLoc | None:
     return None
 
 
-# Upstream numbers every error: 0xF00000 | the kind of the builtin it corresponds to.
-_CODE_OF_BUILTIN = ((TypeError, 0x1), (ValueError, 0x2), (RuntimeError, 0x3), (NameError, 0x4),
-                    (NotImplementedError, 0x5), (KeyError, 0x6), (IndexError, 0x8))
-_UNKNOWN_CODE = 0xF0FFFF
+class ExternalError(enum.IntEnum):
+    """Upstream's numbering of user-caused errors (the low bits of an error code ``0xF0xxxx``).
+
+    ``UNKNOWN`` is another name of ``COMMON_EXTERNAL_ERROR``.
+    """
+
+    COMMON_EXTERNAL_ERROR = 0xFFFF
+    INVALID_TYPE = 0x1
+    INVALID_VAL = 0x2
+    RUNTIME_ERROR = 0x3
+    NAME_ERROR = 0x4
+    NOT_IMPLEMENTED_ERROR = 0x5
+    KEY_ERROR = 0x6
+    INVALID_OPERATION = 0x7
+    OUT_OF_RANGE = 0x8
+    BAD_FD = 0x9
+    DYNAMIC_SHAPE_COMPUTE_UNSUPPORTED = 0xA
+    INVALID_SHAPE = 0xB
+    INVALID_TILE = 0xC
+    INVALID_FORMAT = 0xD
+    UNKNOWN = 0xFFFF
+
+
+# An error's code: 0xF00000 | the ExternalError of the builtin it corresponds to.
+_FRONTEND_CODE = 0xF00000
+# (NotImplementedError is a RuntimeError: it comes first)
+_CODE_OF_BUILTIN = ((TypeError, ExternalError.INVALID_TYPE), (ValueError, ExternalError.INVALID_VAL),
+                    (NotImplementedError, ExternalError.NOT_IMPLEMENTED_ERROR),
+                    (RuntimeError, ExternalError.RUNTIME_ERROR), (NameError, ExternalError.NAME_ERROR),
+                    (KeyError, ExternalError.KEY_ERROR), (IndexError, ExternalError.OUT_OF_RANGE))
+_UNKNOWN_CODE = _FRONTEND_CODE | ExternalError.UNKNOWN
 _NO_MESSAGE = object()
 
 
 def error_code(kind: type) -> int:
     """Upstream's error code for an exception class (``0xF00002`` for ValueError, ...)."""
-    for builtin, code in _CODE_OF_BUILTIN:
+    for builtin, external in _CODE_OF_BUILTIN:
         if issubclass(kind, builtin):
-            return 0xF00000 | code
+            return _FRONTEND_CODE | external
     return _UNKNOWN_CODE
 
 
@@ -143,8 +171,16 @@ class PassError(PyptoGeneralError):
     """An error of the pass configuration or of a compile pass."""
 
 
+class PassConfigError(PassError, TypeError):
+    """A pass configuration call with an argument of the wrong type (``pypto.set_pass_config`` ...)."""
+
+
 class VerifyError(PyptoGeneralError):
     """An error of pass verification (``verify_options``)."""
+
+
+class VerifyDataError(VerifyError, ValueError):
+    """Golden data for verification that cannot be compared with its tensor (dtype, shape)."""
 
 
 class ParserError(PyptoError):
@@ -173,6 +209,16 @@ class ArgumentValueError(FeError, ValueError):
 
 class AnnotationError(FeError, ParserError, TypeError):
     """A kernel signature annotation that pypto cannot understand."""
+
+
+class UnsupportedSignatureError(FeError, ParserError, NotImplementedError):
+    """A kernel signature form the PyPTO language does not support (``*args``, ``**kwargs``)."""
+
+    def __init__(self, what, msg=_NO_MESSAGE, **kw):
+        super().__init__(what, msg, **kw)
+        if msg is _NO_MESSAGE and "ErrCode" not in str(self.what):  # the code is part of the message
+            self.what = f"ErrCode: {self.code:X}, {self.what}"
+            self.args = (self._format(),)
 
 
 class OptionError(FeError, ValueError):

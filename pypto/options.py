@@ -44,7 +44,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from .errors import OptionError, OptionTypeError
+from .errors import ExternalError, OptionError, OptionTypeError, error_code
 
 INT32_MAX = 2**31 - 1
 
@@ -101,15 +101,37 @@ def _is_real(value: object) -> bool:
 
 
 def _type_name(value: object) -> str:
-    """The type of ``value`` in words, lists and dicts with their element types."""
-    if isinstance(value, (list, tuple)):
-        inner = sorted({type(v).__name__ for v in value})
-        return f"{type(value).__name__}[{' | '.join(inner)}]" if inner else type(value).__name__
+    """The type of ``value`` in the option system's vocabulary (``int64``, ``string``, ``double``,
+    ``list[int64]``, ``dict[string, int64]`` ...), the words an option's expected type is given in."""
+    if isinstance(value, bool):
+        return "bool"
+    if _is_int(value):
+        return "int64"
+    if isinstance(value, str):
+        return "string"
+    if _is_real(value):
+        return "double"
+    if isinstance(value, list):
+        inner = sorted({_type_name(v) for v in value})
+        return f"list[{' | '.join(inner)}]" if inner else "list"
+    if isinstance(value, tuple):
+        return "tuple"
     if isinstance(value, Mapping):
-        keys = sorted({type(k).__name__ for k in value})
-        vals = sorted({type(v).__name__ for v in value.values()})
+        keys = sorted({_type_name(k) for k in value})
+        vals = sorted({_type_name(v) for v in value.values()})
         return f"dict[{' | '.join(keys)}, {' | '.join(vals)}]" if keys else "dict"
-    return type(value).__name__
+    return "None" if value is None else type(value).__name__
+
+
+# the declared type of each kind of option, in the same vocabulary
+_KIND_TYPE = {"int": "int64", "bool": "bool", "str": "string", "list_str": "list[string]",
+              "float_pair": "list[double]", "dict": "dict[int64, int64]", "scope": "int64 or tuple"}
+
+
+def _type_check_header() -> str:
+    """The first line of a type error: its error code and kind (as upstream's checks print them)."""
+    return (f"CHECK FAILED: ErrCode: {error_code(TypeError):X}! "
+            f"Enum: ExternalError::{ExternalError.INVALID_TYPE.name}")
 
 
 @dataclass(frozen=True)
@@ -169,14 +191,29 @@ class OptionSpec:
     def _fail(self, value: object, why: str | None = None) -> OptionError:
         """A value of the right type that is out of range (a ValueError)."""
         expected = self.expected() + (f"; {why}" if why else "")
-        return OptionError(f"invalid value for option {self.key}", expected=expected,
-                           got=_show(value), param=self.param)
+        head = f"Option '{self.key}' value doesn't within the value range"
+        if self.kind == "int":
+            allowed = f"an integer in [{self.low}, {self.high}]"
+            if self.special:
+                allowed = " or ".join(map(str, self.special)) + " or " + allowed
+            head += f". Invalid {self.name}: '{value}'. Expected {allowed}."
+        elif why:
+            head += f": {why}"
+        return OptionError(head, expected=expected, got=_show(value), param=self.param)
 
     def _wrong_type(self, value: object, why: str | None = None) -> OptionTypeError:
         """A value of the wrong type (a TypeError, and a ValueError like every OptionError)."""
         expected = self.expected() + (f"; {why}" if why else "")
-        return OptionTypeError(f"option {self.key} has the wrong type", expected=expected,
-                               got=f"{value!r} ({_type_name(value)})", param=self.param)
+        head = (f"{_type_check_header()}\nOption '{self.key}' has invalid type. "
+                f"Expected {_KIND_TYPE[self.kind]}, but got {_type_name(value)}")
+        return OptionTypeError(head, expected=expected, got=f"{value!r} ({_type_name(value)})", param=self.param)
+
+    def _wrong_element(self, value: object, index: int, want: type) -> OptionTypeError:
+        """An element of a list (or tuple) value of the wrong type."""
+        got = value[index]
+        head = (f"{_type_check_header()}\nOption '{self.key}' has invalid list element type at index {index}. "
+                f"Expected {want.__name__}, but got {type(got).__name__}")
+        return OptionTypeError(head, expected=self.expected(), got=f"{value!r}", param=self.param)
 
     def validate(self, value: object) -> object:
         """Return the normalised, hashable form of ``value`` or raise :class:`OptionError`
@@ -217,7 +254,7 @@ class OptionSpec:
             raise self._wrong_type(value)
         for i, v in enumerate(value):
             if not isinstance(v, str):
-                raise self._wrong_type(value, f"entry {i} is {v!r} ({type(v).__name__}), not a str")
+                raise self._wrong_element(value, i, str)
         return tuple(value)
 
     def _check_pair(self, value):
@@ -271,11 +308,19 @@ class OptionSpec:
         if not isinstance(value, (list, tuple)):
             raise self._wrong_type(value)
         if len(value) != 3:
-            raise self._fail(value, f"a tuple of 3 entries, got {len(value)}")
-        if not (_is_int(value[0]) and isinstance(value[1], bool) and isinstance(value[2], bool)):
-            raise self._wrong_type(value, "(int, bool, bool)")
+            raise OptionError(f"Option '{self.key}' takes (scope_id, allow_parallel_merge, allow_cross_scope_merge). "
+                              f"Expected 3 entries, but got {len(value)}", expected=self.expected(),
+                              got=_show(value), param=self.param)
+        for i, want in enumerate((int, bool, bool)):
+            ok = _is_int(value[i]) if want is int else isinstance(value[i], bool)
+            if not ok:
+                head = (f"{_type_check_header()}\nOption '{self.key}' entry {i} has invalid type. "
+                        f"Expected {want.__name__}, but got {_type_name(value[i])}")
+                raise OptionTypeError(head, expected="(int, bool, bool)", got=_show(value), param=self.param)
         if not self.low <= value[0] <= self.high:
-            raise self._fail(value, "scope id out of range")
+            raise OptionError(f"Option '{self.key}' scope_id {value[0]} is out of range. "
+                              f"Expected {self.low}~{self.high}.", expected=self.expected(), got=_show(value),
+                              param=self.param)
         if value[0] == -1 and (value[1] or value[2]):
             raise self._fail(value, "scope id -1 requires both flags False")
         return (int(value[0]), value[1], value[2])
@@ -409,8 +454,8 @@ def spec(group: str, name: str) -> OptionSpec:
     found = OPTIONS.get((group, name))
     if found is None:
         close = difflib.get_close_matches(str(name), _NAMES[group], n=1)
-        raise OptionError(f"unknown option {name!r} in {group}_options",
-                          expected="one of " + ", ".join(_NAMES[group]), got=_show(name),
+        raise OptionError(f"unknown option {name!r} in {group}_options (the option key: {group}.{name} "
+                          "does not exist)", expected="one of " + ", ".join(_NAMES[group]), got=_show(name),
                           param=f"{group}_options", hint=f"did you mean {close[0]!r}?" if close else None)
     return found
 

@@ -31,6 +31,7 @@ from ..passes.pipeline import lower
 from ..runtime.execute import LoweredExecutor
 from ..runtime.verify import verify
 from .checks import check_source
+from .compile import monitor_compile
 from .launcher import make_binder
 from .host_tensor import HostTensor
 from .control import global_tiles
@@ -328,6 +329,7 @@ class JitFunction:
         compiled.lowered = lowered
         compiled.executor = LoweredExecutor(lowered, opts)
         compiled.compile_seconds = time.perf_counter() - t0
+        monitor_compile(compiled.compile_seconds, opts)
         compiled.dump_dir = dump_compiled(compiled, opts)  # debug_options: compile_debug_mode, dump_pass_graph
         entry = CacheEntry(key_text, 0, compiled.compile_seconds, compiled)
         self._cache[key] = entry

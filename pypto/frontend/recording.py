@@ -129,6 +129,50 @@ class FunctionRecording:
             self.tracer = None
 
 
+class RecordFunc(FunctionRecording):
+    """The recording of one ``pypto.function`` (upstream ``pypto_impl.RecordFunc``): made when
+    the ``with`` block opens (it starts tracing), then either ``EndFunction()`` (compile the
+    traced body; it becomes the function the device runs) or ``AbortRecording()`` (drop it)."""
+
+    def __init__(self, name: str, tensors=(), loc=None):
+        super().__init__(name, list(tensors), loc if loc is not None else user_loc(2))
+        self._t0 = time.perf_counter()
+        self.begin()
+
+    def EndFunction(self) -> None:  # noqa: N802 - upstream's name
+        """Compile the recorded body and make it the function the device runs."""
+        try:
+            program = self.finish()
+        finally:
+            self.finish_abort()
+        opts = _options.effective(None)
+        compiled = compile_program(program, self.name, (self.name, id(program)), _key_text(self.tensors), opts,
+                                   None, time.perf_counter() - self._t0)
+        from ..runtime.device import record_function
+
+        record_function(RecordedFunction(self.name, self.tensors, compiled, opts))
+
+    def AbortRecording(self) -> None:  # noqa: N802 - upstream's name
+        """Drop the recording (after an error in the body): nothing is compiled."""
+        self.finish_abort()
+
+
+def _finalize_function_recording(func, first_exc):
+    """End or abort the recording ``func`` and return the error to raise, if any: the body's
+    error ``first_exc`` wins (the recording is aborted, a failure to abort is not reported);
+    without one, a failure of ``EndFunction`` is returned."""
+    if func is None:
+        return first_exc
+    try:
+        if first_exc is None:
+            func.EndFunction()
+        else:
+            func.AbortRecording()
+    except Exception as e:  # noqa: BLE001 - returned to the caller, who raises it
+        return first_exc if first_exc is not None else e
+    return first_exc
+
+
 class RecordedFunction:
     """A compiled ``pypto.function``: its arguments (the declared tensors, in order), the
     `CompiledKernel` (``compiled``: passes, generated code) and the `RunRecord` of its last run."""
@@ -147,8 +191,9 @@ class RecordedFunction:
 
 class function:  # noqa: N801 - upstream spells it pypto.function
     """``with pypto.function(name, *tensors):`` records a kernel over declared tensors (see the
-    module docstring); a list of tensors counts as its elements. On a clean exit the function is compiled and becomes the one the device
-    runs (``pypto.runtime._device_run_once_data_from_host``)."""
+    module docstring); a list of tensors counts as its elements. On a clean exit the function is
+    compiled and becomes the one the device runs (``pypto.runtime._device_run_once_data_from_host``).
+    ``as f`` gives the `RecordFunc`."""
 
     def __init__(self, name: str, *args):
         loc = user_loc(2)
@@ -167,34 +212,40 @@ class function:  # noqa: N801 - upstream spells it pypto.function
                 raise ArgumentTypeError(f"tensor '{a.name}' is passed twice to pypto.function '{name}'",
                                         expected="each argument once", got=repr(a), param=f"args[{i}]", loc=loc)
             tensors.append(a)
-        self._recording = FunctionRecording(name, tensors, loc)
-        self._t0 = 0.0
+        self._name, self._tensors, self._loc = name, tensors, loc
+        self._recording = None
 
-    def __enter__(self) -> FunctionRecording:
-        self._t0 = time.perf_counter()
-        self._recording.begin()
+    def __enter__(self) -> RecordFunc:
+        from .. import pypto_impl  # looked up at each call: the recording class is upstream's hook
+
         Controller.in_function = True
+        try:
+            self._recording = pypto_impl.RecordFunc(self._name, self._tensors, self._loc)
+        except Exception as e:
+            Controller.in_function = False
+            if isinstance(e, PyptoError):
+                raise
+            raise FeError(e) from e
+        except BaseException:
+            Controller.in_function = False
+            raise
         return self._recording
 
     def __exit__(self, kind, exc, tb):
-        Controller.in_function = False
         rec = self._recording
-        if exc is not None:
-            rec.finish_abort()
-            if isinstance(exc, PyptoError) or not isinstance(exc, Exception):
-                return False
-            raise FeError(exc) from exc
         try:
-            program = rec.finish()
+            if exc is not None and not isinstance(exc, Exception):  # KeyboardInterrupt ...: just drop it
+                return False
+            err = _finalize_function_recording(rec, exc)
         finally:
-            rec.finish_abort()
-        opts = _options.effective(None)
-        compiled = compile_program(program, rec.name, (rec.name, id(program)), _key_text(rec.tensors), opts,
-                                   None, time.perf_counter() - self._t0)
-        from ..runtime.device import record_function
-
-        record_function(RecordedFunction(rec.name, rec.tensors, compiled, opts))
-        return False
+            Controller.in_function = False
+            if isinstance(rec, FunctionRecording):
+                rec.finish_abort()  # whatever the end or abort did, the tracer is left
+        if err is None or (err is exc and isinstance(exc, PyptoError)):
+            return False
+        if isinstance(err, PyptoError):
+            raise err
+        raise FeError(err) from err
 
 
 def _key_text(tensors) -> str:

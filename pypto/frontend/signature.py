@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..dtypes import DType, require_supported
-from ..errors import AnnotationError, ArgumentTypeError, ArgumentValueError, SourceLoc
+from ..errors import AnnotationError, ArgumentTypeError, ArgumentValueError, SourceLoc, UnsupportedSignatureError
 
 
 class StatusType(enum.Enum):
@@ -246,8 +246,11 @@ class Signature:
         self.consts: list[ConstSpec] = []
         for i, (name, p) in enumerate(sig.parameters.items()):
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise AnnotationError(f"kernel parameter '{name}' uses *args/**kwargs",
-                                      expected="named parameters", got=str(p), param=name, loc=loc)
+                form = ("Variable-length arguments (*args)" if p.kind is p.VAR_POSITIONAL
+                        else "Keyword argument packing (**kwargs)")
+                raise UnsupportedSignatureError(f"kernel parameter '{name}': {form} are not supported in a kernel "
+                                                "signature", expected="named parameters", got=str(p), param=name,
+                                                loc=loc)
             ann = as_annotation(p.annotation)
             if ann is not None:
                 if self.consts:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..dtypes import DT_BOOL, DType, require_supported
-from ..element import Element
+from ..element import Element, check_scalar_value
 from ..errors import DTypeError, ShapeError, user_loc
 from ..frontend.builder import require
 from ..frontend.scalar import SymbolicScalar
@@ -103,22 +103,23 @@ def bcast_flags(shape, out_shape) -> tuple:
 
 
 def scalar_arg(x, op: str, param: str, like: DType):
-    """A Python/symbolic scalar or `pypto.Element` operand checked against the tensor dtype it
-    combines with."""
+    """A scalar operand (Python number, symbolic scalar or `pypto.Element`) checked against the
+    dtype of the tensor it combines with: an Element must have that dtype, a number must fit it."""
     if isinstance(x, SymbolicScalar):
         return E.simplify_dim(x.expr)
     if isinstance(x, Element):
         if x.dtype is not like:
-            raise DTypeError(f"pypto.{op}: data type inconsistent: '{param}' is an Element of {x.dtype.name}, "
-                             f"the tensor it combines with is {like.name}", expected=f"pypto.Element({like.name}, ...)",
-                             got=repr(x), param=param, loc=loc())
-        return x.value
+            raise DTypeError(f"pypto.{op}: data type inconsistent: '{param}' is an Element of {x.dtype.name} "
+                             f"but the tensor it combines with is {like.name}",
+                             expected=f"pypto.Element({like.name}, ...)", got=repr(x), param=param, loc=loc())
+        x = x.value
     if isinstance(x, bool):
         if like is DT_BOOL:
             return x
         raise DTypeError(f"pypto.{op}: bool scalar for '{param}' with a {like.name} tensor",
                          expected="an int or float", got="bool", param=param, loc=loc())
     if isinstance(x, int):
+        check_scalar_value(x, like, f"pypto.{op}", param, loc())
         return x
     if isinstance(x, float):
         if not like.is_float:

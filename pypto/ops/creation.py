@@ -5,13 +5,13 @@ from __future__ import annotations
 from .._lazy import torch
 
 from ..dtypes import DT_FP32, DType
-from ..element import Element
+from ..element import Element, check_scalar_value
 from ..errors import DTypeError
 from ..frontend.builder import require
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
-from .common import dtype_arg, emit, loc, scalar_arg, shape_list
+from .common import dtype_arg, emit, loc, shape_list
 from .registry import register
 
 
@@ -34,17 +34,24 @@ def _tensor(ins, attrs, ev):
 
 
 def full(size, fill_value, dtype=None, *, valid_shape=None):
-    """A tensor of ``size`` filled with ``fill_value`` (an int, float, symbolic scalar or a
-    `pypto.Element` of the same dtype)."""
+    """A tensor of ``size`` filled with ``fill_value``: an int, a float, a symbolic scalar or a
+    `pypto.Element` (whose dtype is the default ``dtype``, and must equal a ``dtype`` given).
+    The value must fit the dtype (no negative value for an unsigned dtype)."""
     if isinstance(fill_value, Tensor):
         raise DTypeError("pypto.full: 'fill_value' must be a scalar", got="a tensor", param="fill_value",
                          loc=loc())
-    if dtype is None:
-        dtype = fill_value.dtype if isinstance(fill_value, Element) else DT_FP32
-    dt = dtype_arg(dtype, "full")
     if isinstance(fill_value, Element):
-        value = scalar_arg(fill_value, "full", "fill_value", dt)
-    elif isinstance(fill_value, SymbolicScalar):
+        if dtype is not None and dtype is not fill_value.dtype:
+            raise DTypeError("pypto.full: data type inconsistent: 'fill_value' is an Element of "
+                             f"{fill_value.dtype.name} but 'dtype' is {getattr(dtype, 'name', dtype)}",
+                             expected=f"dtype={fill_value.dtype.name}", got=repr(dtype), param="dtype", loc=loc())
+        dtype, fill_value = fill_value.dtype, fill_value.value
+    if dtype is None:
+        dtype = DT_FP32
+    if isinstance(dtype, DType):
+        check_scalar_value(fill_value, dtype, "pypto.full", "fill_value", loc())
+    dt = dtype_arg(dtype, "full")
+    if isinstance(fill_value, SymbolicScalar):
         value = E.simplify_dim(fill_value.expr)
     elif isinstance(fill_value, bool) or isinstance(fill_value, (int, float)):
         if isinstance(fill_value, float) and not dt.is_float:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_INT16, DT_INT32, SUPPORTED_DTYPES
+from ..element import Element
 from ..enums import CastMode, SaturationMode
 from ..errors import DTypeError
 from ..frontend.tensor import Tensor
 from .common import (bcast_flags, broadcast_shapes, check_dtype, dtype_arg, emit, loc, scalar_arg,
                      tensor_arg, valid_of)
-from .registry import register
+from .registry import REGISTRY, register
 
 FLOATS = (DT_FP32, DT_FP16, DT_BF16)
 NUMERIC = (DT_FP32, DT_FP16, DT_BF16, DT_INT32, DT_INT16)
@@ -295,39 +296,72 @@ def _clip(ins, attrs, ev):
 
 
 def where(condition, input, other):
-    """``input`` where ``condition`` (a BOOL tensor) holds, else ``other``; either may be a scalar."""
+    """``input`` where ``condition`` (a BOOL tensor) holds, else ``other``.
+
+    ``input`` / ``other`` may be tensors (of one dtype) or scalars: a `pypto.Element` of the
+    tensor's dtype, an int, or a Python float, which is an fp32 value (as upstream: with a tensor
+    of another dtype, write ``pypto.Element(dtype, value)``). With two scalars the result has the
+    condition's shape and the scalars' dtype.
+    """
     tensor_arg(condition, "where", "condition")
     if condition.dtype is not DT_BOOL:
         raise DTypeError("pypto.where: 'condition' must be a BOOL tensor", expected="DT_BOOL",
                          got=condition.dtype.name, param="condition", loc=loc())
     tensors = [t for t in (input, other) if isinstance(t, Tensor)]
-    if not tensors:
-        raise DTypeError("pypto.where needs 'input' or 'other' to be a tensor", got="two scalars",
-                         param="input", loc=loc())
-    dt = tensors[0].dtype
-    check_dtype("where", tensors[0], "input")
+    dt = tensors[0].dtype if tensors else _where_scalars_dtype(input, other)
     if len(tensors) == 2 and other.dtype is not dt:
-        raise DTypeError("pypto.where: 'input' and 'other' have different dtypes", expected=dt.name,
-                         got=other.dtype.name, param="other", loc=loc())
-    ins, attrs = [condition], {}
+        raise DTypeError("pypto.where: data type inconsistent: 'input' and 'other' have different dtypes",
+                         expected=dt.name, got=other.dtype.name, param="other", loc=loc())
+    scalars = {}
+    for name, x in (("input", input), ("other", other)):
+        if not isinstance(x, Tensor):
+            if isinstance(x, float) and dt is not DT_FP32:
+                raise DTypeError(f"pypto.where: data type inconsistent: a float '{name}' is an fp32 scalar but the "
+                                 f"tensor is {dt.name}", expected=f"pypto.Element({dt.name}, {x!r})", got=repr(x),
+                                 param=name, loc=loc())
+            scalars[name] = scalar_arg(x, "where", name, dt)
+    if tensors:
+        check_dtype("where", tensors[0], "input" if isinstance(input, Tensor) else "other")
+    elif dt not in REGISTRY["where"].dtypes:
+        raise DTypeError(f"pypto.where does not accept dtype {dt.name} for its scalars",
+                         expected=", ".join(d.name for d in REGISTRY["where"].dtypes), got=dt.name, param="input",
+                         loc=loc())
+    ins, attrs = [condition], {"dtype": dt}
     for name, x in (("input", input), ("other", other)):
         if isinstance(x, Tensor):
             attrs[name] = len(ins)
             ins.append(x)
         else:
-            attrs[name + "_scalar"] = scalar_arg(x, "where", name, dt)
+            attrs[name + "_scalar"] = scalars[name]
     shape = broadcast_shapes("where", [t._value.shape for t in ins], ["condition", "input", "other"])
     attrs["bcast"] = tuple(bcast_flags(t._value.shape, shape) for t in ins)
     return emit("where", ins, [(dt, shape, valid_of(*[t._value for t in ins]))], attrs)
+
+
+def _where_scalars_dtype(input, other):
+    """The dtype of a where between two scalars: that of the Elements, fp32 for floats (they
+    must agree); two plain ints name no dtype."""
+    def dtype_of(x):
+        return x.dtype if isinstance(x, Element) else DT_FP32 if isinstance(x, float) else None
+
+    a, b = dtype_of(input), dtype_of(other)
+    if a is not None and b is not None and a is not b:
+        raise DTypeError("pypto.where: data type inconsistent: 'input' and 'other' have different dtypes",
+                         expected=a.name, got=b.name, param="other", loc=loc())
+    if a is None and b is None:
+        raise DTypeError("pypto.where between two scalars needs a dtype", expected="a float (fp32) or a "
+                         "pypto.Element for 'input' or 'other'", got=f"{input!r} and {other!r}", param="input",
+                         loc=loc())
+    return a or b
 
 
 @register("where", kind="vector", fp32_math=True, dtypes=NUMERIC)
 def _where(ins, attrs, ev):
     """Select elementwise by a boolean mask."""
     ins = align_valid(ins, attrs["bcast"])
-    ref = ins[attrs["input"]] if "input" in attrs else ins[attrs["other"]]
-    a = ins[attrs["input"]] if "input" in attrs else torch.tensor(ev(attrs["input_scalar"]), dtype=ref.dtype)
-    b = ins[attrs["other"]] if "other" in attrs else torch.tensor(ev(attrs["other_scalar"]), dtype=ref.dtype)
+    dtype = attrs["dtype"].torch()
+    a = ins[attrs["input"]] if "input" in attrs else torch.tensor(ev(attrs["input_scalar"]), dtype=dtype)
+    b = ins[attrs["other"]] if "other" in attrs else torch.tensor(ev(attrs["other_scalar"]), dtype=dtype)
     return torch.where(ins[0], a, b)
 
 

@@ -315,14 +315,28 @@ class Expander:
             ins.append(self.access(sb, [nt, kb, 2] if op.attrs["scale_b_trans"] else [kb, nt, 2],
                                    [R - 1, None, None] if op.attrs["scale_b_trans"] else [None, R - 1, None], grid))
         if "bias" in op.attrs:
-            bias = op.inputs[op.attrs["bias"]]
-            ins.append(self.access(bias, [1] * (bias.rank - 1) + [nt], [None] * (bias.rank - 1) + [R - 1], grid))
+            ins.append(self.bias_access(op.inputs[op.attrs["bias"]], out, nt, grid))
         self.emit(op.kind, ins, [self.access(out, tile, range(R), grid)], grid, attrs, op, core="AIC")
+
+    def bias_access(self, bias, out, nt, grid):
+        """The bias row of an output tile: N follows the tile's columns; a batch dim of a
+        [B, 1, N] bias follows the output batch (a size-1 one broadcasts)."""
+        R, pad = out.rank, out.rank - bias.rank
+        axes = [None] * (bias.rank - 1) + [R - 1]
+        if bias.rank == 3 and not (isinstance(bias.shape[0], int) and bias.shape[0] == 1):
+            axes[0] = pad
+        return self.access(bias, [1] * (bias.rank - 1) + [nt], axes, grid)
 
     def matmul_split_k(self, op, operand, grid, tile, K, attrs):
         """enable_split_k: one cube task per (output tile, K chunk of kL1) writes a partial product
         to a GM workspace; a vector task per output tile sums the chunks (then adds the bias)."""
         a, b, out = op.inputs[0], op.inputs[1], op.outputs[0]
+        if attrs.get("relu") or ("scale" in attrs and "bias" in attrs):
+            # the chunks are summed after the cube: ReLU (or a scale after the bias) would act on partial sums
+            raise ShapeError("pypto.matmul: relu_type (or scale with bias_tensor) cannot be combined with "
+                             "enable_split_k", expected="set_cube_tile_shapes(..., enable_split_k=False) for this "
+                             "matmul, or K within one kL1 chunk", got=f"K {E.render(K)} split into kL1 chunks of "
+                             f"{attrs['k_l1']}", param="extend_params", loc=op.loc)
         R = out.rank
         kl1 = attrs["k_l1"]
         kt = E.simplify_dim(E.ceildiv(K, kl1))
@@ -350,8 +364,7 @@ class Expander:
         self.emit("sum", [cin], [self.access(target, tile, range(R), grid)], grid,
                   {"dim": 0, "keepdim": False, "combine": True}, op)
         if "bias" in op.attrs:
-            bias = op.inputs[op.attrs["bias"]]
-            bacc = self.access(bias, [1] * (bias.rank - 1) + [tile[-1]], [None] * (bias.rank - 1) + [R - 1], grid)
+            bacc = self.bias_access(op.inputs[op.attrs["bias"]], out, tile[-1], grid)
             flags = (tuple(False for _ in range(R)), tuple([True] * (R - 1) + [False]))
             self.emit("add", [self.access(target, tile, range(R), grid), bacc], [self.access(out, tile, range(R), grid)],
                       grid, {"bcast": flags}, op)

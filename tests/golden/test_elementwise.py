@@ -275,9 +275,11 @@ def test_where(dtype, mode):
     c = rand(shape, torch.bool, seed=1)
     x, y = operands(shape, dtype, seed=2)
     s = scalar_for(dtype, 1.5)
+    # a Python float is an fp32 scalar: other float dtypes take it as an Element of their dtype
+    ps = pypto.Element(PYPTO_OF[dtype], s) if dtype in (FP16, BF16) else s
     check_op(pypto.where, [c, x, y], torch.where, mode=mode)
-    check_op(lambda c_, t: pypto.where(c_, t, s), [c, x], lambda c_, t: torch.where(c_, t, s), mode=mode)
-    check_op(lambda c_, t: pypto.where(c_, s, t), [c, y], lambda c_, t: torch.where(c_, s, t), mode=mode)
+    check_op(lambda c_, t: pypto.where(c_, t, ps), [c, x], lambda c_, t: torch.where(c_, t, s), mode=mode)
+    check_op(lambda c_, t: pypto.where(c_, ps, t), [c, y], lambda c_, t: torch.where(c_, s, t), mode=mode)
     check_op(lambda c_, t, u: t.where(c_, u), [c, x, y], torch.where, mode=mode)
 
 

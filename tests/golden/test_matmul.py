@@ -158,3 +158,126 @@ def test_matmul_rejects():
     check_raises(pypto.ShapeError, pypto.matmul, [rand((2, 4, 5)), rand((3, 5, 3))])  # batch mismatch
     check_raises(pypto.ShapeError, lambda x, y, c: pypto.matmul(x, y, extend_params={"bias_tensor": c}),
                  [rand((4, 5)), rand((5, 3)), rand((4,))])  # bias of the wrong size
+
+
+# ---- epilogues: relu_type, trans_mode, batched bias, int8 -> fp16 dequant -----------------------------
+
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("dtype,out", [(FP32, FP32), (FP16, FP16), (BF16, FP32), (I8, I32)], ids=str)
+def test_matmul_relu_type(dtype, out, with_bias):
+    """RELU zeroes the negative results after the bias; NO_RELU changes nothing."""
+    a, b = operand((7, 12), dtype, 1), operand((12, 5), dtype, 2)
+    bias = rand((1, 5), I32 if dtype == I8 else dtype, lo=-4, hi=4, seed=3)
+    if with_bias:
+        def body(x, y, c, relu):
+            return pypto.matmul(x, y, PT[out], extend_params={"bias_tensor": c, "relu_type": relu})
+
+        def ref(x, y, c, relu):
+            acc = ref_mm(x, y) + (c if dtype == I8 else c.float())
+            return torch.relu(acc) if relu == pypto.ReLuType.RELU else acc
+        inputs = [a, b, bias]
+    else:
+        def body(x, y, relu):
+            return pypto.matmul(x, y, PT[out], extend_params={"relu_type": relu})
+
+        def ref(x, y, relu):
+            return torch.relu(ref_mm(x, y)) if relu == pypto.ReLuType.RELU else ref_mm(x, y)
+        inputs = [a, b]
+    for relu in (pypto.ReLuType.RELU, pypto.ReLuType.NO_RELU):
+        check_op(body, inputs + [relu], ref, out_dtype=out)
+    assert (ref_mm(a, b) < 0).any()  # the inputs do exercise the ReLU
+
+
+def test_matmul_relu_then_scale_on_tiles():
+    """Tiled rows with a tail: bias, then ReLU, then the scale, on every tile."""
+    a, b = operand((37, 20), FP32, 1), operand((20, 6), FP32, 2)
+    c = rand((6,), FP32, lo=-2, hi=2, seed=3)
+    check_op(lambda x, y, z: pypto.matmul(x, y, extend_params={"bias_tensor": z, "relu_type": pypto.ReLuType.RELU,
+                                                                  "scale": 0.5}),
+             [a, b, c], lambda x, y, z: torch.relu(ref_mm(x, y) + z) * 0.5, mode="tiled",
+             tile_inputs=[True, False, False])
+
+
+def _tf32(x, mode):
+    """TF32 rounding computed another way: 11 significant bits of the frexp mantissa."""
+    m, e = torch.frexp(x.double())
+    v = m * 2.0 ** 11
+    r = torch.round(v) if mode == pypto.TransMode.CAST_RINT else torch.sign(v) * torch.floor(v.abs() + 0.5)
+    return torch.ldexp(r / 2.0 ** 11, e).float()
+
+
+@pytest.mark.parametrize("mode", [pypto.TransMode.CAST_RINT, pypto.TransMode.CAST_ROUND, pypto.TransMode.CAST_NONE])
+def test_matmul_trans_mode_rounds_operands_to_tf32(mode):
+    a, b = rand((8, 16), lo=-3, hi=3, seed=1), rand((16, 4), lo=-3, hi=3, seed=2)
+    if mode == pypto.TransMode.CAST_NONE:
+        ref = ref_mm
+    else:
+        def ref(x, y):
+            return _tf32(x, mode) @ _tf32(y, mode)
+    got = check_op(lambda x, y: pypto.matmul(x, y, pypto.DT_FP32, extend_params={"trans_mode": mode}), [a, b], ref)
+    if mode != pypto.TransMode.CAST_NONE:
+        assert not torch.allclose(got[0] if isinstance(got, tuple) else got, a @ b, rtol=1e-6, atol=0)
+
+
+def test_tf32_rounding_ties():
+    """Ties: RINT goes to the even neighbour, ROUND away from zero; inf and NaN pass through."""
+    from pypto.ops.matmul import round_to_tf32
+
+    ulp = 2.0 ** -10  # TF32 spacing in [1, 2)
+    x = torch.tensor([1 + ulp / 2, 1 + 1.5 * ulp, -(1 + ulp / 2), float("inf"), float("nan")])
+    rint = round_to_tf32(x, pypto.TransMode.CAST_RINT)
+    away = round_to_tf32(x, pypto.TransMode.CAST_ROUND)
+    assert rint[:3].tolist() == [1.0, 1 + 2 * ulp, -1.0]
+    assert away[:3].tolist() == [1 + ulp, 1 + 2 * ulp, -(1 + ulp)]
+    assert rint[3] == float("inf") and torch.isnan(rint[4]) and torch.isnan(away[4])
+
+
+@pytest.mark.parametrize("bias_batch", [1, 3])
+def test_matmul_batched_bias(bias_batch):
+    """A 3-D matmul takes a [B, 1, N] bias: each batch adds its own row (B = 1 broadcasts)."""
+    a, b = operand((3, 5, 8), FP16, 1), operand((3, 8, 6), FP16, 2)
+    bias = rand((bias_batch, 1, 6), FP32, lo=-2, hi=2, seed=3)
+    check_op(lambda x, y, c: pypto.matmul(x, y, pypto.DT_FP32, extend_params={"bias_tensor": c}), [a, b, bias],
+             lambda x, y, c: ref_mm(x, y) + c, out_dtype=FP32)
+
+
+def test_matmul_int8_dequant_to_fp16():
+    """int8 x int8 -> fp16 is the dequant path: int32 accumulation (+ bias), ReLU, times the scale."""
+    a, b = operand((6, 16), I8, 1), operand((16, 5), I8, 2)
+    bias = rand((1, 5), I32, lo=-20, hi=20, seed=3)
+    check_op(lambda x, y, c: pypto.matmul(x, y, pypto.DT_FP16, extend_params={"scale": 0.125, "bias_tensor": c,
+                                                                                "relu_type": pypto.ReLuType.RELU}),
+             [a, b, bias], lambda x, y, c: torch.relu(ref_mm(x, y) + c).float() * 0.125, out_dtype=FP16)
+
+
+def test_matmul_scale_keeps_19_bits():
+    """The scale is applied with 1 sign, 8 exponent and 10 mantissa bits."""
+    from pypto.ops.matmul import scale_as_applied
+
+    assert scale_as_applied(0.25) == 0.25
+    assert scale_as_applied(1 + 2.0 ** -10 + 2.0 ** -12) == 1 + 2.0 ** -10
+    a, b = operand((4, 8), FP32, 1), operand((8, 3), FP32, 2)
+    s = 1 + 2.0 ** -10 + 2.0 ** -12
+    check_op(lambda x, y: pypto.matmul(x, y, extend_params={"scale": s}), [a, b],
+             lambda x, y: ref_mm(x, y) * (1 + 2.0 ** -10))
+
+
+def test_matmul_epilogue_rejects():
+    f32, h, i8 = rand((4, 4)), rand((4, 4), FP16), rand((4, 4), I8)
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, extend_params={"relu_type": True}), [f32, f32])
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_FP16, extend_params={
+        "trans_mode": pypto.TransMode.CAST_RINT}), [h, h])  # TF32 needs fp32 operands and result
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_FP16), [i8, i8])  # dequant needs a scale
+    check_raises(pypto.ShapeError, lambda x, y, c: pypto.matmul(x, y, extend_params={"bias_tensor": c}),
+                 [rand((2, 4, 5)), rand((2, 5, 3)), rand((3, 1, 3))])  # bias batch 3 vs 2
+
+
+def test_matmul_relu_refuses_split_k():
+    """ReLU acts on the whole sum: a matmul whose K is split across cube tasks cannot fuse it."""
+    @pypto.jit
+    def relu_split(a: pypto.Tensor(), b: pypto.Tensor()):
+        pypto.set_cube_tile_shapes([8, 8], [8, 16], [8, 8], enable_split_k=True)
+        return pypto.matmul(a, b, extend_params={"relu_type": pypto.ReLuType.RELU})
+
+    with pytest.raises(pypto.ShapeError, match="enable_split_k"):
+        relu_split(rand((8, 64)), rand((64, 8)))

@@ -449,6 +449,29 @@ def test_loop_unroll_list_must_hold_positive_ints():
         bad(x, torch.zeros_like(x))
 
 
+def test_unroll_list_hint_keeps_begin_and_end_per_iteration():
+    """With the unroll_list hint, is_loop_begin/is_loop_end still mark the first and last rows."""
+    @pypto.frontend.jit
+    def mark(x: pypto.Tensor([D, 4], FP32), out: pypto.Tensor([D, 4], FP32)):
+        for i in pypto.loop(x.shape[0], unroll_list=[1, 4]):
+            row = x[i:i + 1, :]
+            if pypto.cond(pypto.is_loop_begin(i)):
+                row = row - 1000.0
+            elif pypto.cond(pypto.is_loop_end(i)):
+                row = row + 1000.0
+            out[i:i + 1, :] = row
+
+    for n in (1, 2, 4, 5, 9):
+        x = _rand(n, 4, seed=n)
+        out = torch.zeros_like(x)
+        mark(x, out)
+        want = x.clone()
+        if n > 1:
+            want[-1] += 1000.0
+        want[0] -= 1000.0
+        _exact(out, want)
+
+
 def test_loop_unroll_with_is_loop_end():
     @pypto.frontend.jit
     def mark_last(x: pypto.Tensor([D, 4], FP32), out: pypto.Tensor([D, 4], FP32)):

@@ -326,7 +326,7 @@ def test_element_rejects_bad_arguments():
         pypto.Element("fp32", 1.0)
     with pytest.raises(pypto.ArgumentTypeError, match="value"):
         pypto.Element(pypto.DT_FP32, "1.0")
-    with pytest.raises(pypto.DTypeError, match="DT_INT8"):
+    with pytest.raises(pypto.DTypeError, match="fractional value for the integer dtype DT_INT8"):
         pypto.Element(pypto.DT_INT8, 1.5)
 
 

@@ -708,3 +708,18 @@ def test_errors_pickle_round_trip():
     e = fails(add_one, (x.to(torch.int32), out), {}, ArgumentTypeError, TypeError, ["'x'"], line_of("add_one"))
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is type(e) and str(back) == str(e) and back.loc == e.loc
+
+
+@pytest.mark.parametrize("star,phrase", [("*args", "Variable-length arguments"),
+                                         ("**kwargs", "Keyword argument packing")])
+def test_packed_parameters_are_not_implemented(star, phrase):
+    """*args / **kwargs in a kernel signature: a NotImplementedError (code F00005) naming the form."""
+    scope = {"pypto": pypto}
+    exec(f"@pypto.frontend.jit\ndef k(x: pypto.Tensor([], pypto.DT_FP32), {star}):\n    pass\n", scope)
+    with pytest.raises(pypto.errors.UnsupportedSignatureError) as info:
+        scope["k"](rnd(2, 2))
+    err = info.value
+    assert isinstance(err, NotImplementedError) and isinstance(err, pypto.error.ParserError)
+    assert err.code == 0xF00005 and "ErrCode: F00005" in str(err) and phrase in str(err)
+    assert pypto.errors.error_code(NotImplementedError) == 0xF00005  # before RuntimeError, its base
+    assert pypto.errors.error_code(RuntimeError) == 0xF00003
