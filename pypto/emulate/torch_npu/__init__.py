@@ -13,6 +13,7 @@ import enum
 import torch
 
 from . import npu  # noqa: F401 - torch_npu.npu
+from . import profiler  # noqa: F401 - torch_npu.profiler (records nothing)
 
 __version__ = "0.0.0+pypto.emulate"
 
