@@ -6,8 +6,8 @@ use: ``<base>/output_<YYYYmmdd_HHMMSS>_<microseconds>_<pid>_<host>``, where ``<b
 ``$PYPTO_DUMP_DIR``: when set, it is the folder itself (a fixed path, for scripts and tests).
 
 A forked child gets a folder of its own (the pid is part of the name); a folder removed while the
-process runs is made again by the next write; changing one of the variables moves later writes to
-a new folder.
+process runs is made again by the next write; changing one of the variables (or, for the default
+``./output``, the working directory) moves later writes to a new folder.
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ def _new_name() -> str:
 
 def output_folder(create: bool = True) -> str:
     """This process's output folder (absolute), made if ``create`` and it does not exist."""
-    key = (os.getpid(), _variables())
+    fixed = _variables()[0]
+    key = (os.getpid(), os.path.abspath(fixed) if fixed else output_base())
     with _lock:
         path = _made.get(key)
         if path is None:
-            fixed = key[1][0]
-            path = os.path.abspath(fixed) if fixed else os.path.join(output_base(), _new_name())
+            path = key[1] if fixed else os.path.join(key[1], _new_name())
             _made[key] = path
         if create:
             os.makedirs(path, exist_ok=True)

@@ -8,6 +8,7 @@ from ..dtypes import DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_INT16, DT_INT32, SUP
 from ..enums import CastMode, SaturationMode
 from ..errors import DTypeError
 from ..frontend.tensor import Tensor
+from ..frontend.scalar import SymbolicScalar
 from .common import (bcast_flags, broadcast_shapes, check_dtype, dtype_arg, emit, loc, scalar_arg,
                      tensor_arg, valid_of)
 from .registry import register
@@ -301,9 +302,8 @@ def where(condition, input, other):
         raise DTypeError("pypto.where: 'condition' must be a BOOL tensor", expected="DT_BOOL",
                          got=condition.dtype.name, param="condition", loc=loc())
     tensors = [t for t in (input, other) if isinstance(t, Tensor)]
-    if not tensors:
-        raise DTypeError("pypto.where needs 'input' or 'other' to be a tensor", got="two scalars",
-                         param="input", loc=loc())
+    if not tensors:  # both scalars: the result has the condition's shape
+        return _where_scalars(condition, input, other)
     dt = tensors[0].dtype
     check_dtype("where", tensors[0], "input")
     if len(tensors) == 2 and other.dtype is not dt:
@@ -321,10 +321,27 @@ def where(condition, input, other):
     return emit("where", ins, [(dt, shape, valid_of(*[t._value for t in ins]))], attrs)
 
 
+def _where_scalars(condition, input, other):
+    """``where`` of two Python numbers: DT_FP32 (a float scalar is an fp32 element, as upstream
+    documents), DT_INT32 when both are ints."""
+    for name, x in (("input", input), ("other", other)):
+        if isinstance(x, bool) or not isinstance(x, (int, float, SymbolicScalar)):
+            raise DTypeError(f"pypto.where: '{name}' must be a tensor or a number", expected="Tensor, int or float",
+                             got=type(x).__name__, param=name, loc=loc())
+    dt = DT_INT32 if all(isinstance(x, (int, SymbolicScalar)) for x in (input, other)) else DT_FP32
+    attrs = {"input_scalar": scalar_arg(input, "where", "input", dt),
+             "other_scalar": scalar_arg(other, "where", "other", dt), "bcast": ((False,) * condition._value.rank,)}
+    v = condition._value
+    return emit("where", [condition], [(dt, v.shape, v.valid_shape)], attrs)
+
+
 @register("where", kind="vector", fp32_math=True, dtypes=NUMERIC)
 def _where(ins, attrs, ev):
     """Select elementwise by a boolean mask."""
     ins = align_valid(ins, attrs["bcast"])
+    if "input" not in attrs and "other" not in attrs:  # two scalars; the result is cast to its dtype
+        return torch.where(ins[0], torch.tensor(ev(attrs["input_scalar"]), dtype=torch.float64),
+                           torch.tensor(ev(attrs["other_scalar"]), dtype=torch.float64))
     ref = ins[attrs["input"]] if "input" in attrs else ins[attrs["other"]]
     a = ins[attrs["input"]] if "input" in attrs else torch.tensor(ev(attrs["input_scalar"]), dtype=ref.dtype)
     b = ins[attrs["other"]] if "other" in attrs else torch.tensor(ev(attrs["other_scalar"]), dtype=ref.dtype)
