@@ -65,6 +65,8 @@ DT_INT32 = _d("DT_INT32", "int32", 4, "int", True, "int32")
 DT_INT64 = _d("DT_INT64", "int64", 8, "int", True, "int64")
 DT_UINT8 = _d("DT_UINT8", "uint8", 1, "uint", True, "uint8")
 DT_BOOL = _d("DT_BOOL", "bool", 1, "bool", True, "bool")
+# stored and moved only (matmul's per-channel fixpipe scales, extend_params['scale_tensor'])
+DT_UINT64 = _d("DT_UINT64", "uint64", 8, "uint", True, "uint64")
 
 # Named upstream, not computed by this build.
 DT_INT4 = _d("DT_INT4", "int4", 0.5, "int", False)
@@ -80,7 +82,6 @@ DT_FP4_E1M2 = _d("DT_FP4_E1M2", "fp4e1m2", 0.5, "float", False)
 DT_FP4_E1M2X2 = _d("DT_FP4_E1M2X2", "fp4e1m2x2", 1, "float", False)
 DT_UINT16 = _d("DT_UINT16", "uint16", 2, "uint", False)
 DT_UINT32 = _d("DT_UINT32", "uint32", 4, "uint", False)
-DT_UINT64 = _d("DT_UINT64", "uint64", 8, "uint", False)
 DT_DOUBLE = _d("DT_DOUBLE", "fp64", 8, "float", False)
 DT_BOTTOM = _d("DT_BOTTOM", "bottom", 0, "bool", False)
 
@@ -98,7 +99,7 @@ for _dt in ALL_DTYPES:
     setattr(DataType, _dt.name, _dt)
 
 _BY_TORCH_NAME = {d.torch_name: d for d in SUPPORTED_DTYPES}
-_TORCH_ONLY = {"float64": DT_DOUBLE, "uint16": DT_UINT16, "uint32": DT_UINT32, "uint64": DT_UINT64,
+_TORCH_ONLY = {"float64": DT_DOUBLE, "uint16": DT_UINT16, "uint32": DT_UINT32,
                "float8_e4m3fn": DT_FP8E4M3, "float8_e5m2": DT_FP8E5M2, "float8_e8m0fnu": DT_FP8E8M0,
                "float4_e2m1fn_x2": DT_FP4_E2M1X2}
 

@@ -518,6 +518,14 @@ def current(group: str) -> dict[str, object]:
     return dict(_resolved_all()[_group_name(group)])
 
 
+def is_set(group: str, name: str) -> bool:
+    """Whether a setter, a scope or a forced setting gives this option a value (rather than its
+    default); a kernel's own jit options are not looked at here."""
+    group = _group_name(group)
+    with _lock:
+        return any(name in layer.get(group, ()) for layer in [_root, _global, *_scopes, *_forced])
+
+
 def set_options(**group_dicts: Mapping | None) -> None:
     """Set several groups at once, e.g. ``set_options(pass_options={...}, runtime_options={...})``."""
     validated = {}

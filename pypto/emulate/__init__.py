@@ -12,7 +12,13 @@ rest of the process:
   :mod:`.library`;
 * kernels with ``runtime_options={"run_mode": pypto.RunMode.NPU}`` run on pypto's CPU
   simulator instead of raising :class:`pypto.BackendUnavailableError` (through the
-  :mod:`pypto.backend` stand-in hook).
+  :mod:`pypto.backend` stand-in hook);
+* kernels that choose ``pypto.RunMode.SIM`` write upstream's cost-model swimlane into the output
+  folder, as upstream's simulation does on every run (see :mod:`pypto.artefacts`);
+* Python processes this one starts (``subprocess``, ``multiprocessing``) get the emulated NPU when
+  they ``import torch_npu`` or ``torchair``: the folder ``child_site`` with two small modules of
+  those names goes first on ``PYTHONPATH`` (and last on ``sys.path``, which multiprocessing's
+  spawn hands to its children).
 
 Nothing happens on ``import pypto``: emulation changes global torch state, so it is only ever
 switched on explicitly. It prints one notice to stderr when it is switched on.
@@ -20,6 +26,7 @@ switched on explicitly. It prints one notice to stderr when it is switched on.
 
 from __future__ import annotations
 
+import os
 import sys
 
 NOTICE = ("[pypto.emulate] emulating the NPU on the CPU: torch_npu and torch.npu are stand-ins, "
@@ -48,12 +55,27 @@ def install() -> None:
     from . import devices, imports, library
     from .torch_npu import npu
 
+    from .. import artefacts
+
     imports.install()
     devices.install(npu)
     library.install()
     backend.set_npu_stand_in(_SimulatorStandIn())
+    artefacts.set_emulated_npu(True)
+    _share_with_children()
     _installed = True
     print(NOTICE, file=sys.stderr, flush=True)
+
+
+def _share_with_children() -> None:
+    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_site")
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if site not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([site, *paths])
+    # multiprocessing's spawn gives a child the parent's sys.path; here the alias finder answers
+    # first, so the folder's modules are never imported by this process
+    if site not in sys.path:
+        sys.path.append(site)
 
 
 def is_installed() -> bool:

@@ -16,6 +16,7 @@ from typing import Optional
 from ..errors import KernelSyntaxError, PyptoError, SourceLoc, user_loc
 from ..ir import expr as E
 from ..ir.graph import Block, Branch, Op, TileShapes, Value
+from .aliases import InplaceAliases
 
 MAX_PATHS = 256  # per region; each path is compiled separately, so more is almost always a mistake
 
@@ -147,6 +148,7 @@ class Tracer:
         self._loop_count = 0
         self._names: dict[str, int] = {}
         self.host_bindings: list = []  # declared tensors made handles by .move() while tracing
+        self.aliases = InplaceAliases(self)  # names of one memory made by reshape(..., inplace=True)
 
     # ---- activation ----------------------------------------------------------------------------
     def __enter__(self):
@@ -183,10 +185,12 @@ class Tracer:
     # ---- regions -------------------------------------------------------------------------------
     def push_block(self, explorer: PathExplorer | None = None):
         self._blocks.append([])
+        self.aliases.block_start()
         if explorer is not None:
             self._explorers.append(explorer)
 
-    def pop_block(self, explorer: PathExplorer | None = None, returns=None) -> Block:
+    def pop_block(self, explorer: PathExplorer | None = None, returns=None, loop_body: bool = False) -> Block:
+        self.aliases.block_end(loop_body)
         items = self._blocks.pop()
         if explorer is not None:
             self._explorers.pop()
@@ -217,6 +221,8 @@ class Tracer:
 
     # ---- ops -----------------------------------------------------------------------------------
     def emit(self, kind: str, inputs, outputs, attrs=None, loc=None) -> Op:
+        if self.aliases.active:
+            self.aliases.before_op(kind, inputs, outputs, loc)
         tiles = self._tiles
         if tiles is None or tiles.vec != self.vec_tile or tiles.cube != self.cube_tile:
             tiles = self._tiles = TileShapes(self.vec_tile, self.cube_tile)  # shared by the ops after

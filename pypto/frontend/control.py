@@ -98,7 +98,7 @@ def _trace(tracer, loc, start, stop, step, factors, yield_factor, name, idx_name
             idx = SymbolicScalar(E.Sym(index, nonneg=E.is_nonneg(start)))
             yield (idx, factor) if yield_factor else idx
             tracer.active_indices.pop()
-            block = tracer.pop_block(explorer)
+            block = tracer.pop_block(explorer, loop_body=True)
             tracer.vec_tile, tracer.cube_tile = saved  # tile settings are scoped to the loop body
             more = explorer.finish(block)
         bodies.append(explorer.region())

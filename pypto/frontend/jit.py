@@ -17,6 +17,7 @@ import time
 import weakref
 from typing import Callable
 
+from .. import artefacts as _artefacts
 from .. import backend as _backend
 from .. import options as _options
 from .._lazy import LazyModule
@@ -151,7 +152,7 @@ class JitFunction:
         self._order: list = []  # keys in compile order
         self._hits = 0
         self._misses = 0
-        self._opts = (-1, None, None, False)
+        self._opts = (-1, None, None, False, None)
         self._fast = None  # (binder, entry, ...) of the version the last call used (launcher.py)
         self.call_log: collections.deque = collections.deque(maxlen=256)
         self.last_run: RunRecord | None = None
@@ -206,6 +207,9 @@ class JitFunction:
         self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled, verify=report,
                                   simulator=_simulator(compiled, opts))
         self.call_log.append(CallLogEntry(hit, entry.key, reason, t2 - t0))
+        device_perf = _artefacts.device_perf_requested()
+        if self._opts[4] is not None or device_perf:  # debug options, DUMP_DEVICE_PERF, emulated SIM
+            _artefacts.after_call(self.last_run, self._opts[4], device_perf)
         for listener in _CALL_LISTENERS:
             listener(self)
         if results is None or compiled.returns is None:
@@ -268,7 +272,7 @@ class JitFunction:
         else:
             self.jit_options.pop("runtime", None)
         self._runtime_seen = _snapshot(live)
-        self._opts = (-1, None, None, False)
+        self._opts = (-1, None, None, False, None)
         self._fast = None
 
     def _resolved(self):
@@ -278,7 +282,10 @@ class JitFunction:
             # the compile-affecting options, interned to a small int so that hashing the cache key
             # on every call does not rehash every option value
             ckey = _OPTION_KEYS.setdefault(resolved.compile_key(), len(_OPTION_KEYS))
-            self._opts = (version, resolved, ckey, resolved.run_mode == _options.RunMode.NPU)
+            explicit_sim = ("run_mode" in self.jit_options.get("runtime", {})
+                            or _options.is_set("runtime", "run_mode"))
+            self._opts = (version, resolved, ckey, resolved.run_mode == _options.RunMode.NPU,
+                          _artefacts.wanted(resolved, explicit_sim))  # files the calls write (artefacts/)
         return self._opts[1]
 
     def _lookup(self, args, kwargs, count: bool):

@@ -340,7 +340,7 @@ def where(condition, input, other):
 
 def _where_scalars_dtype(input, other):
     """The dtype of a where between two scalars: that of the Elements, fp32 for floats (they
-    must agree); two plain ints name no dtype."""
+    must agree); DT_INT32 when neither names one (two ints)."""
     def dtype_of(x):
         return x.dtype if isinstance(x, Element) else DT_FP32 if isinstance(x, float) else None
 
@@ -348,11 +348,7 @@ def _where_scalars_dtype(input, other):
     if a is not None and b is not None and a is not b:
         raise DTypeError("pypto.where: data type inconsistent: 'input' and 'other' have different dtypes",
                          expected=a.name, got=b.name, param="other", loc=loc())
-    if a is None and b is None:
-        raise DTypeError("pypto.where between two scalars needs a dtype", expected="a float (fp32) or a "
-                         "pypto.Element for 'input' or 'other'", got=f"{input!r} and {other!r}", param="input",
-                         loc=loc())
-    return a or b
+    return a or b or DT_INT32
 
 
 @register("where", kind="vector", fp32_math=True, dtypes=NUMERIC)

@@ -12,6 +12,7 @@ from ..errors import DTypeError, KernelRuntimeError, KernelSyntaxError, ShapeErr
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
+from ..frontend.builder import require
 from .common import dims_equal, emit, emit_inplace, loc, norm_dim, shape_list, tensor_arg
 from .elementwise import align_valid
 from .registry import register
@@ -152,8 +153,11 @@ def reshape(input, shape, *, valid_shape=None, inplace=False):
                          expected=f"{old_n} elements ({E.render_dims(v.shape)})",
                          got=f"{new_n} elements ({E.render_dims(new)})", param="shape", loc=loc())
     valid = shape_list(valid_shape, "reshape", "valid_shape") if valid_shape is not None else None
-    return emit("reshape", [input], [(input.dtype, new, valid or _reshaped_valid(v, new), v)],
-                {"shape": new, "valid": valid})
+    out = emit("reshape", [input], [(input.dtype, new, valid or _reshaped_valid(v, new), v)],
+               {"shape": new, "valid": valid})
+    if inplace:  # one memory under two names: writes through either are seen through the other
+        require("pypto.reshape").aliases.add(out._value, v, loc())
+    return out
 
 
 def _reshaped_valid(v, new):

@@ -12,8 +12,10 @@ position in the pipeline, ``00`` being the trace):
 * ``NN_<pass>.json``: ``{"version", "kernel", "pass", "index", "level", "seconds", "text", "graph"}``
   with ``graph`` a structured summary of the graph at that level (see `graph_summary`).
 
-``<base>`` is ``$PYPTO_DUMP_DIR``, else ``$TILE_FWK_OUTPUT_DIR`` (upstream's variable), else
-``./output/pypto_dump``.
+``<base>`` is the process's output folder (`pypto.artefacts.output_folder`: ``$PYPTO_DUMP_DIR``
+if set, else ``output_<time>_<pid>_<host>`` under ``$TILE_FWK_OUTPUT_DIR``, ``$ASCEND_WORK_PATH/pypto``
+or ``./output``). ``compile_debug_mode`` also adds the compiled version to ``program.json`` there
+(`pypto.artefacts.program`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ from ..ir import expr as E
 from ..ir.graph import Branch, Loop, Op, Program
 
 DUMP_VERSION = 1
-ENV_VARS = ("PYPTO_DUMP_DIR", "TILE_FWK_OUTPUT_DIR")
-DEFAULT_BASE = os.path.join("output", "pypto_dump")
 _PARAM = "debug_options['dump_pass_graph']"
 
 
@@ -61,11 +61,10 @@ def selected(passes, options) -> list:
 
 
 def dump_base() -> str:
-    """The folder that per-compile dump folders go into (absolute)."""
-    for var in ENV_VARS:
-        if os.environ.get(var):
-            return os.path.abspath(os.environ[var])
-    return os.path.abspath(DEFAULT_BASE)
+    """The folder that per-compile dump folders go into (absolute): the process's output folder."""
+    from ..artefacts.folder import output_folder
+
+    return output_folder()
 
 
 def _safe(name: str) -> str:
@@ -99,6 +98,10 @@ def dump_compiled(compiled, options=None) -> str | None:
         path = new_dump_dir(compiled.name)
         for i in chosen:
             write_snapshot(path, compiled.name, i, compiled.passes[i])
+        if options.group("debug").get("compile_debug_mode", 0) >= 1:
+            from ..artefacts.program import write_program
+
+            write_program(compiled, os.path.dirname(path))
     except OSError as e:
         warnings.warn(f"pypto: could not write the pass dump of kernel {compiled.name!r}"
                       f"{' to ' + path if path else ''}: {e}", RuntimeWarning, stacklevel=2)

@@ -314,29 +314,40 @@ class Expander:
                                    [None, R - 2, None] if op.attrs["scale_a_trans"] else [R - 2, None, None], grid))
             ins.append(self.access(sb, [nt, kb, 2] if op.attrs["scale_b_trans"] else [kb, nt, 2],
                                    [R - 1, None, None] if op.attrs["scale_b_trans"] else [None, R - 1, None], grid))
-        if "bias" in op.attrs:
-            ins.append(self.bias_access(op.inputs[op.attrs["bias"]], out, nt, grid))
+        for key in ("bias", "scale_tensor"):  # per-column fixpipe operands: [..., 1, N]
+            if key in op.attrs:
+                ins.append(self.column_access(op.inputs[op.attrs[key]], out, nt, grid))
         self.emit(op.kind, ins, [self.access(out, tile, range(R), grid)], grid, attrs, op, core="AIC")
 
-    def bias_access(self, bias, out, nt, grid):
-        """The bias row of an output tile: N follows the tile's columns; a batch dim of a
-        [B, 1, N] bias follows the output batch (a size-1 one broadcasts)."""
-        R, pad = out.rank, out.rank - bias.rank
-        axes = [None] * (bias.rank - 1) + [R - 1]
-        if bias.rank == 3 and not (isinstance(bias.shape[0], int) and bias.shape[0] == 1):
-            axes[0] = pad
-        return self.access(bias, [1] * (bias.rank - 1) + [nt], axes, grid)
+    def column_access(self, t, out, nt, grid):
+        """The N columns of an output tile in a ``[N]`` / ``[..., 1, N]`` operand (bias, scales);
+        its batch dims follow the output's unless they broadcast."""
+        r, R = t.rank, out.rank
+        shape, axes = [], []
+        for d in range(r):
+            o = d + R - r
+            if d == r - 1:
+                shape.append(nt)
+                axes.append(R - 1)
+            elif d == r - 2 or (isinstance(t.shape[d], int) and t.shape[d] == 1) or \
+                    (isinstance(out.shape[o], int) and out.shape[o] == 1):
+                shape.append(1)
+                axes.append(None)
+            else:
+                shape.append(1)
+                axes.append(o)
+        return self.access(t, shape, axes, grid)
 
     def matmul_split_k(self, op, operand, grid, tile, K, attrs):
         """enable_split_k: one cube task per (output tile, K chunk of kL1) writes a partial product
         to a GM workspace; a vector task per output tile sums the chunks (then adds the bias)."""
         a, b, out = op.inputs[0], op.inputs[1], op.outputs[0]
-        if attrs.get("relu") or ("scale" in attrs and "bias" in attrs):
-            # the chunks are summed after the cube: ReLU (or a scale after the bias) would act on partial sums
-            raise ShapeError("pypto.matmul: relu_type (or scale with bias_tensor) cannot be combined with "
-                             "enable_split_k", expected="set_cube_tile_shapes(..., enable_split_k=False) for this "
-                             "matmul, or K within one kL1 chunk", got=f"K {E.render(K)} split into kL1 chunks of "
-                             f"{attrs['k_l1']}", param="extend_params", loc=op.loc)
+        fixpipe = [k for k in ("scale", "scale_tensor", "relu", "quant_int8") if k in attrs]
+        if fixpipe:  # they apply to the whole sum, which only the combining vector task sees
+            raise ShapeError("pypto.matmul: a scale, a ReLU or an int8 result cannot be combined with "
+                             "enable_split_k", expected="set_cube_tile_shapes(..., enable_split_k=False) or a K "
+                             "within one kL1 chunk", got=f"extend_params {', '.join(fixpipe)} with split K",
+                             param="extend_params", loc=op.loc)
         R = out.rank
         kl1 = attrs["k_l1"]
         kt = E.simplify_dim(E.ceildiv(K, kl1))
@@ -364,7 +375,8 @@ class Expander:
         self.emit("sum", [cin], [self.access(target, tile, range(R), grid)], grid,
                   {"dim": 0, "keepdim": False, "combine": True}, op)
         if "bias" in op.attrs:
-            bacc = self.bias_access(op.inputs[op.attrs["bias"]], out, tile[-1], grid)
+            bias = op.inputs[op.attrs["bias"]]
+            bacc = self.column_access(bias, out, tile[-1], grid)
             flags = (tuple(False for _ in range(R)), tuple([True] * (R - 1) + [False]))
             self.emit("add", [self.access(target, tile, range(R), grid), bacc], [self.access(out, tile, range(R), grid)],
                       grid, {"bcast": flags}, op)

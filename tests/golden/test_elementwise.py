@@ -292,10 +292,20 @@ def test_where_broadcast_cond_from_compare(mode):
              lambda t, u, k: torch.where(k > 0, t, u), mode=mode)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_where_of_two_scalars_has_the_condition_shape(mode):
+    c = rand(SHAPE[mode], torch.bool, seed=1)
+    check_op(lambda c_: pypto.where(c_, 1.0, -2.5), [c], lambda c_: torch.where(c_, 1.0, -2.5), mode=mode,
+             out_dtype=FP32)  # a float scalar is an fp32 element
+    check_op(lambda c_: pypto.where(c_, 3, -4), [c], lambda c_: torch.where(c_, 3, -4).to(I32), mode=mode,
+             out_dtype=I32)
+
+
 def test_where_rejects():
     c, x = rand((4, 4), torch.bool), rand((4, 4), I8)
     check_raises(pypto.DTypeError, pypto.where, [c, x, x])
     check_raises(pypto.DTypeError, pypto.where, [rand((4, 4)), rand((4, 4)), rand((4, 4))])  # BOOL condition
+    check_raises(pypto.DTypeError, lambda c_: pypto.where(c_, "1", 0.0), [rand((4, 4), torch.bool)])
 
 
 # ---- cast ----------------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def test_matmul_operator(dtype):
 @pytest.mark.parametrize("dtype,out", [(FP32, FP32), (FP16, FP16), (FP16, FP32), (BF16, FP32)], ids=str)
 def test_matmul_bias(dtype, out, bias_shape):
     a, b = operand((7, 12), dtype, 1), operand((12, 5), dtype, 2)
-    bias = rand(bias_shape, dtype, lo=-4, hi=4, seed=3)
+    bias = rand(bias_shape, FP32 if dtype == BF16 else dtype, lo=-4, hi=4, seed=3)  # no bf16 bias on A2/A3
     check_op(lambda x, y, c: pypto.matmul(x, y, PT[out], extend_params={"bias_tensor": c}), [a, b, bias],
              lambda x, y, c: ref_mm(x, y) + c.float().reshape(-1), out_dtype=out)
 
@@ -160,6 +160,145 @@ def test_matmul_rejects():
                  [rand((4, 5)), rand((5, 3)), rand((4,))])  # bias of the wrong size
 
 
+# ---- the fixpipe epilogue: bias, scale / scale_tensor, relu, int8 (de)quantisation -----------------
+
+def masked(x):
+    """A scale as the fixpipe uses it: fp32 with the mantissa cut to 10 bits."""
+    bits = torch.as_tensor(x, dtype=FP32).view(torch.int32) & -8192  # 0xFFFFE000
+    return bits.view(FP32)
+
+
+def quant_param(scale):
+    """torch_npu.npu_trans_quant_param's layout: the fp32 bits in the low 32 bits of an int64."""
+    return (scale.float().view(torch.int32).to(torch.int64) & 0xFFFFFFFF) | (1 << 46)
+
+
+def test_fixpipe_relu_and_per_tensor_scale():
+    a, b = operand((7, 12), FP16, 1), operand((12, 5), FP16, 2)
+    bias = rand((1, 5), FP32, lo=-4, hi=4, seed=3)
+    relu = pypto.ReLuType.RELU
+    check_op(lambda x, y, c: pypto.matmul(x, y, pypto.DT_FP32, extend_params={"bias_tensor": c, "relu_type": relu}),
+             [a, b, bias], lambda x, y, c: torch.relu(ref_mm(x, y) + c), out_dtype=FP32)
+    s = 0.3  # not a 10-bit mantissa: the fixpipe uses 0.2998046875
+    assert masked(s).item() != s
+    check_op(lambda x, y: pypto.matmul(x, y, pypto.DT_FP32, extend_params={"scale": -s, "relu_type": relu}),
+             [a, b], lambda x, y: torch.relu(ref_mm(x, y) * masked(-s)), out_dtype=FP32)
+
+
+def test_fixpipe_int8_dequantises_to_fp16_per_tensor_and_per_channel():
+    a, b = operand((9, 40), I8, 1), operand((40, 6), I8, 2)
+    bias = rand((6,), I32, lo=-50, hi=50, seed=3)
+    check_op(lambda x, y, c: pypto.matmul(x, y, pypto.DT_FP16, extend_params={"bias_tensor": c, "scale": 0.01}),
+             [a, b, bias], lambda x, y, c: ((ref_mm(x, y) + c).float() * masked(0.01)).half(), out_dtype=FP16)
+    scales = torch.rand(1, 6) + 0.1
+    for dtype in (torch.int64, torch.uint64):
+        check_op(lambda x, y, q: pypto.matmul(x, y, pypto.DT_FP16, extend_params={"scale_tensor": q}),
+                 [a, b, quant_param(scales).to(dtype)],
+                 lambda x, y, q: (ref_mm(x, y).float() * masked(scales)).half(), out_dtype=FP16)
+
+
+@pytest.mark.parametrize("dtype", [FP16, BF16, FP32, I8])
+def test_fixpipe_quantises_to_int8_rounding_and_saturating(dtype):
+    a, b = operand((6, 16), dtype, 1), operand((16, 8), dtype, 2)
+    scales = torch.linspace(0.5, 90.0, 8).reshape(1, 8)  # large scales saturate
+    want = lambda x, y, q: torch.round(ref_mm(x, y).float() * masked(scales)).clamp(-128, 127).to(I8)  # noqa: E731
+    got = check_op(lambda x, y, q: pypto.matmul(x, y, pypto.DT_INT8, extend_params={"scale_tensor": q}),
+                   [a, b, quant_param(scales)], want, out_dtype=I8)[0]
+    assert (got == 127).any() and (got == -128).any()
+    ties = torch.tensor([[0.5], [1.5], [2.5], [-0.5], [-2.5]]).to(dtype if dtype != I8 else FP16)
+    got = check_op(lambda x, y: pypto.matmul(x, y, pypto.DT_INT8, extend_params={"scale": 1.0}),
+                   [ties, torch.ones((1, 3), dtype=ties.dtype)], lambda x, y: torch.round(ref_mm(x, y)).to(I8),
+                   out_dtype=I8)[0]
+    assert got[:, 0].tolist() == [0, 2, 2, 0, -2]  # ties to even
+
+
+def test_fixpipe_batched_bias_and_scales_follow_the_batch():
+    a, b = operand((3, 5, 16), FP16, 1), operand((1, 16, 8), FP16, 2)
+    bias = rand((3, 1, 8), FP32, lo=-4, hi=4, seed=3)
+    check_op(lambda x, y, c: pypto.matmul(x, y, pypto.DT_FP32, extend_params={"bias_tensor": c}), [a, b, bias],
+             lambda x, y, c: ref_mm(x, y) + c, out_dtype=FP32)
+    a4, b4 = operand((2, 1, 5, 16), I8, 4), operand((1, 3, 16, 8), I8, 5)
+    scales = torch.rand(1, 3, 1, 8) + 0.1
+    check_op(lambda x, y, q: pypto.matmul(x, y, pypto.DT_FP16, extend_params={"scale_tensor": q}),
+             [a4, b4, quant_param(scales)], lambda x, y, q: (ref_mm(x, y).float() * masked(scales)).half(),
+             out_dtype=FP16)
+
+
+def test_fixpipe_in_a_tiled_kernel_takes_each_tiles_columns():
+    @pypto.frontend.jit
+    def tiles(a: pypto.Tensor([40, 64], pypto.DT_INT8), b: pypto.Tensor([64, 96], pypto.DT_INT8),
+              q: pypto.Tensor([1, 96], pypto.DT_INT64), c: pypto.Tensor([1, 96], pypto.DT_INT32),
+              out: pypto.Tensor([40, 96], pypto.DT_FP16)):
+        pypto.set_cube_tile_shapes([16, 16], [32, 64], [32, 32])
+        for j in pypto.loop(3, name="n", idx_name="j"):
+            out[:, j * 32:(j + 1) * 32] = pypto.matmul(
+                a, b[:, j * 32:(j + 1) * 32], pypto.DT_FP16,
+                extend_params={"scale_tensor": q[:, j * 32:(j + 1) * 32], "bias_tensor": c[:, j * 32:(j + 1) * 32],
+                               "relu_type": pypto.ReLuType.RELU})
+
+    a, b = operand((40, 64), I8, 1), operand((64, 96), I8, 2)
+    scales, bias = torch.rand(1, 96) + 0.1, rand((1, 96), I32, lo=-100, hi=100, seed=3)
+    want = torch.relu((ref_mm(a, b) + bias).float() * masked(scales)).half()
+    check_kernel(tiles, [a, b, quant_param(scales), bias, torch.zeros(40, 96, dtype=FP16)], want, out=4)
+
+
+def test_fixpipe_rejects():
+    i8, h = rand((4, 4), I8), rand((4, 4), FP16)
+    err = check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_FP16), [i8, i8])
+    assert "scale" in str(err)  # int8 -> fp16 dequantises: it needs a scale
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_INT8), [h, h])
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_BF16, extend_params={"scale": 2.0}),
+                 [i8, i8])  # dequantising gives fp16 only
+    q = quant_param(torch.ones(1, 4))
+    check_raises(pypto.DTypeError, lambda x, y, s: pypto.matmul(x, y, pypto.DT_FP16, extend_params={
+        "scale": 2.0, "scale_tensor": s}), [i8, i8, q])
+    check_raises(pypto.DTypeError, lambda x, y, s: pypto.matmul(x, y, pypto.DT_FP16, extend_params={
+        "scale_tensor": s}), [i8, i8, torch.ones(1, 4)])  # fp32 scales: convert with npu_trans_quant_param
+    check_raises(pypto.ShapeError, lambda x, y, s: pypto.matmul(x, y, pypto.DT_FP16, extend_params={
+        "scale_tensor": s}), [i8, i8, quant_param(torch.ones(2, 4))])  # not [1, N]
+    err = check_raises(pypto.DTypeError, lambda x, y, c: pypto.matmul(x, y, pypto.DT_FP32, extend_params={
+        "bias_tensor": c}), [rand((4, 4), BF16), rand((4, 4), BF16), rand((4,), BF16)])
+    assert "A2/A3" in str(err)
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, extend_params={"relu_type": 1}), [h, h])
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, extend_params={
+        "trans_mode": pypto.TransMode.CAST_RINT}), [h, h])  # TF32 rounds fp32 operands
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, extend_params={"bias": 1}), [h, h])
+
+
+def test_fixpipe_scale_is_refused_with_split_k():
+    @pypto.jit
+    def split(a: pypto.Tensor([16, 512], pypto.DT_FP16), b: pypto.Tensor([512, 16], pypto.DT_FP16)):
+        pypto.set_cube_tile_shapes([16, 16], [64, 128], [16, 16], enable_split_k=True)
+        return pypto.matmul(a, b, pypto.DT_FP32, extend_params={"scale": 2.0})
+
+    with pytest.raises(pypto.ShapeError, match="enable_split_k"):
+        split(rand((16, 512), FP16), rand((512, 16), FP16))
+
+
+def tf32(x, away):
+    """fp32 -> TF32 by integer arithmetic on the bits (10 mantissa bits kept)."""
+    bits = x.float().view(torch.int32).to(torch.int64)
+    bump = 0x1000 if away else 0xFFF + ((bits >> 13) & 1)
+    return ((bits + bump) & 0xFFFFE000).to(torch.int64).apply_(lambda v: v - (1 << 32) if v >= 1 << 31 else v) \
+        .to(torch.int32).view(FP32)
+
+
+@pytest.mark.parametrize("mode", ["CAST_RINT", "CAST_ROUND"])
+def test_trans_mode_rounds_fp32_operands_to_tf32(mode):
+    step = 2.0 ** -11  # half of a TF32 ulp at 1.0: ties decide between the two modes
+    a = torch.tensor([[1.0 + step, 1.0 + 3 * step, -(1.0 + step), 1.0 + step / 2]])
+    b = torch.eye(4)
+    away = mode == "CAST_ROUND"
+    got = check_op(lambda x, y: pypto.matmul(x, y, extend_params={"trans_mode": getattr(pypto.TransMode, mode)}),
+                   [a, b], lambda x, y: tf32(x, away) @ tf32(y, away))[0]
+    one_up = 1.0 + 2 * step
+    assert got[0].tolist() == ([one_up, 1.0 + 4 * step, -one_up, 1.0] if away else
+                               [1.0, 1.0 + 4 * step, -1.0, 1.0])
+    check_op(lambda x, y: pypto.matmul(x, y, extend_params={"trans_mode": pypto.TransMode.CAST_NONE}),
+             [a, b], ref_mm)  # unchanged
+
+
+# ---- (from the implshim branch) ----
 # ---- epilogues: relu_type, trans_mode, batched bias, int8 -> fp16 dequant -----------------------------
 
 @pytest.mark.parametrize("with_bias", [False, True])

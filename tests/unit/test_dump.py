@@ -161,8 +161,10 @@ def test_two_compiles_get_two_folders(dump_dir):
     second = kernel.inspect(*args()).dump_dir
     other = pypto.jit(debug_options={"compile_debug_mode": 2})(mm_loop).inspect(*args()).dump_dir
     assert len({first, second, other}) == 3
-    assert sorted(os.listdir(dump_dir)) == ["mm_loop_0", "mm_loop_1", "mm_loop_2"]
-    assert all(len(os.listdir(dump_dir / d)) == 3 * len(GRAPH_KIND) for d in os.listdir(dump_dir))
+    assert sorted(os.listdir(dump_dir)) == ["mm_loop_0", "mm_loop_1", "mm_loop_2", "program.json"]
+    assert all(len(os.listdir(dump_dir / d)) == 3 * len(GRAPH_KIND) for d in os.listdir(dump_dir) if d != "program.json")
+    with open(dump_dir / "program.json", encoding="utf-8") as f:
+        assert [k["name"] for k in json.load(f)["kernels"]] == ["mm_loop"] * 3  # compile_debug_mode adds each
 
 
 def test_no_dump_when_the_options_are_off(dump_dir):
@@ -170,15 +172,19 @@ def test_no_dump_when_the_options_are_off(dump_dir):
     assert compiled.dump_dir is None and os.listdir(dump_dir) == []
 
 
-def test_dump_base_falls_back_to_upstream_variable_then_output(tmp_path, monkeypatch):
+def test_dump_goes_into_the_process_output_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("PYPTO_DUMP_DIR", raising=False)
     monkeypatch.setenv("TILE_FWK_OUTPUT_DIR", str(tmp_path / "fwk"))
     kernel = pypto.jit(debug_options={"dump_pass_graph": ["trace"]})(mm_loop)
-    assert kernel.inspect(*args()).dump_dir == str(tmp_path / "fwk" / "mm_loop_0")
+    folder = pypto.artefacts.output_folder()
+    assert os.path.dirname(folder) == str(tmp_path / "fwk")
+    assert kernel.inspect(*args()).dump_dir == os.path.join(folder, "mm_loop_0")
+    assert not os.path.exists(os.path.join(folder, "program.json"))  # only compile_debug_mode writes it
     monkeypatch.delenv("TILE_FWK_OUTPUT_DIR")
     monkeypatch.chdir(tmp_path)
     kernel.cache_clear()
-    assert kernel.inspect(*args()).dump_dir == str(tmp_path / "output" / "pypto_dump" / "mm_loop_0")
+    dump = kernel.inspect(*args()).dump_dir
+    assert os.path.dirname(os.path.dirname(dump)) == str(tmp_path / "output")
 
 
 # ---- DOT of every snapshot ----------------------------------------------------------------------

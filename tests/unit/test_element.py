@@ -89,6 +89,7 @@ def test_where_between_two_scalars_has_the_condition_shape():
     check_op(lambda k: pypto.where(k, 1.0, 0.0), [c], lambda k: torch.where(k, 1.0, 0.0), out_dtype=torch.float32)
     check_op(lambda k: pypto.where(k, pypto.Element(pypto.DT_INT32, 3), -1), [c],
              lambda k: torch.where(k, 3, -1).to(torch.int32), out_dtype=torch.int32, mode="tiled")
-    check_raises(pypto.DTypeError, lambda k: pypto.where(k, 1, 0), [c])  # plain ints name no dtype
+    check_op(lambda k: pypto.where(k, 1, 0), [c], lambda k: torch.where(k, 1, 0).to(torch.int32),
+             out_dtype=torch.int32)  # two plain ints: DT_INT32
     err = check_raises(pypto.DTypeError, lambda k: pypto.where(k, pypto.Element(pypto.DT_FP16, 1.0), 0.0), [c])
     assert "data type inconsistent" in str(err)

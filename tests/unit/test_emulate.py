@@ -166,3 +166,82 @@ def test_command_line_usage_errors(tmp_path, argv, code):
                           cwd=tmp_path, timeout=300)
     assert proc.returncode == code
     assert "usage: python -m pypto.emulate" in proc.stdout + proc.stderr or "can't open" in proc.stderr
+
+
+def test_child_processes_get_the_emulated_npu_when_they_import_torch_npu(tmp_path):
+    proc = run(tmp_path, """
+import multiprocessing as mp
+import subprocess
+import sys
+
+
+def child(queue):
+    import torch, torch_npu  # a spawned child imports this module afresh
+    queue.put((torch.ones(2, device="npu").device.type, torch_npu.npu is torch.npu))
+
+
+if __name__ == "__main__":
+    out = subprocess.run([sys.executable, "-c", "import torch, torch_npu; print(torch.zeros(1, device='npu:0').device)"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    print("SUBPROCESS", out.stdout.strip())
+    mp.set_start_method("spawn", force=True)
+    queue = mp.Queue()
+    p = mp.Process(target=child, args=(queue,))
+    p.start(); p.join()
+    print("SPAWNED", queue.get(timeout=60))
+""")
+    assert "SUBPROCESS cpu" in proc.stdout and "SPAWNED ('cpu', True)" in proc.stdout
+
+
+def test_without_emulation_a_child_has_no_torch_npu(tmp_path):
+    proc = run(tmp_path, """
+import subprocess, sys
+out = subprocess.run([sys.executable, "-c", "import torch_npu"], capture_output=True, text=True)
+print("RC", out.returncode)
+""", emulate=False)
+    assert "RC 1" in proc.stdout
+
+
+def test_explicit_sim_kernels_write_the_cost_model_swimlane(tmp_path):
+    run(tmp_path, """
+import json, os
+import torch, torch_npu
+import pypto
+
+def body(x: pypto.Tensor([16, 32], pypto.DT_FP32), out: pypto.Tensor([16, 32], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(8, 32)
+    out[:] = x + 1.0
+
+default = pypto.frontend.jit(body)
+sim = pypto.frontend.jit(runtime_options={"run_mode": pypto.RunMode.SIM})(body)
+x, out = torch.randn(16, 32), torch.zeros(16, 32)
+default(x, out)
+assert not os.path.exists("output")  # an unset run mode stands for the NPU: nothing is written
+sim(x, out)
+torch.testing.assert_close(out, x + 1.0)
+folder = pypto.artefacts.output_folder(create=False)
+assert os.path.basename(folder).startswith("output_") and str(os.getpid()) in os.path.basename(folder)
+with open(os.path.join(folder, "CostModelSimulationOutput", "merged_swimlane.json")) as f:
+    trace = json.load(f)
+names = [e["name"] for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") in ("AIC", "AIV")]
+assert len(names) == sim.last_run.timeline.stats["tasks"] and trace["otherData"]["kernel"] == "body"
+with pypto.options(runtime_options={"run_mode": pypto.RunMode.SIM}):  # chosen by a scope
+    default(x, out)
+assert sorted(os.listdir(folder)) == ["CostModelSimulationOutput", "dyn_topo.txt", "program.json"]
+""")
+
+
+def test_profiler_stand_in_accepts_the_api_and_records_nothing(tmp_path):
+    run(tmp_path, """
+import os
+import torch_npu
+cfg = torch_npu.profiler._ExperimentalConfig(export_type=[torch_npu.profiler.ExportType.Text],
+                                             profiler_level=torch_npu.profiler.ProfilerLevel.Level1,
+                                             aic_metrics=torch_npu.profiler.AiCMetrics.PipeUtilization)
+with torch_npu.profiler.profile(activities=[torch_npu.profiler.ProfilerActivity.NPU], experimental_config=cfg,
+                                schedule=torch_npu.profiler.schedule(wait=0, warmup=0, active=1, repeat=1),
+                                on_trace_ready=torch_npu.profiler.tensorboard_trace_handler("prof")) as prof:
+    prof.step()
+assert not os.path.exists("prof") and prof.step_num == 1
+""")

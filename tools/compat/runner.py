@@ -1,8 +1,8 @@
 """Running the jobs: one child process per upstream file, in parallel, each with a time limit.
 
 The children run in a scratch copy of upstream's tree (the parts that run: ``examples``,
-``models``, ``python/tests``, the root ``pytest.ini`` / ``conftest.py``, and the Python helpers
-under ``framework/``), never in the
+``models``, ``python/tests``, the root ``pytest.ini`` / ``conftest.py``, and the Python files
+under ``framework/`` and ``tools/``), never in the
 checkout itself: upstream's tests write files (dumps, ``output/``) into their working
 directory, and the copy has no ``python/pypto``, so ``import pypto`` can only find ours.
 """
@@ -25,7 +25,9 @@ from .results import FileResult, classify
 from .selection import Job
 
 COPIED = ("examples", "models", "python/tests", "pytest.ini", "conftest.py")
-PYTHON_ONLY = ("framework",)  # upstream's tests import helpers from here (test_case_desc ...)
+# upstream's tests import helpers from framework/ (test_case_desc ...) and load analysis scripts
+# from tools/scripts (machine_perf_trace.py)
+PYTHON_ONLY = ("framework", "tools")
 CHILD = Path(__file__).with_name("child.py")
 
 

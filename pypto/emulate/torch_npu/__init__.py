@@ -1,9 +1,10 @@
 """The emulated ``torch_npu`` package (importable only after ``pypto.emulate.install()``).
 
 It carries the generic surface upstream PyPTO scripts touch: ``torch_npu.npu`` (the same
-module as ``torch.npu``), storage formats (``Format``, ``npu_format_cast``, ``get_npu_format``)
-and ``npu_dtype_cast``. Data stays in the logical (ND) layout whatever format a tensor is given:
-a format is recorded on the tensor, which is what pypto kernels see on the simulator anyway.
+module as ``torch.npu``), storage formats (``Format``, ``npu_format_cast``, ``get_npu_format``),
+``npu_dtype_cast``, ``npu_trans_quant_param`` and a ``profiler`` that records nothing. Data stays
+in the logical (ND) layout whatever format a tensor is given: a format is recorded on the tensor,
+which is what pypto kernels see on the simulator anyway.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import enum
 import torch
 
 from . import npu  # noqa: F401 - torch_npu.npu
+from . import profiler  # noqa: F401 - torch_npu.profiler (records nothing)
 
 __version__ = "0.0.0+pypto.emulate"
 
@@ -59,3 +61,16 @@ def npu_dtype_cast(tensor: torch.Tensor, dtype: torch.dtype, input_dtype=None) -
         raise TypeError(f"torch_npu.npu_dtype_cast (emulated): only torch dtypes are supported, "
                         f"got dtype={dtype!r}, input_dtype={input_dtype!r}")
     return tensor.to(dtype)
+
+
+def npu_trans_quant_param(scale: torch.Tensor, offset=None) -> torch.Tensor:
+    """fp32 quantisation scales as the int64 parameters a matmul's ``scale_tensor`` takes: each
+    scale's fp32 bits, mantissa cut to 10 bits (what the fixpipe uses), in the low 32 bits."""
+    if offset is not None:
+        raise TypeError("torch_npu.npu_trans_quant_param (emulated): 'offset' is not supported, got "
+                        f"{type(offset).__name__}")
+    if not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32:
+        raise TypeError("torch_npu.npu_trans_quant_param (emulated): 'scale' must be a float32 tensor, got "
+                        f"{getattr(scale, 'dtype', type(scale).__name__)}")
+    bits = scale.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    return bits & 0xFFFFE000
