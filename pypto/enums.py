@@ -98,7 +98,7 @@ class ReLuType(_Enum):
 
 
 class TransMode(_Enum):
-    """The rounding of a matmul result converted on the way out of the cube unit."""
+    """Whether (and how) a matmul rounds its fp32 operands to TF32 first (extend_params['trans_mode'])."""
 
     CAST_NONE = 0
     CAST_RINT = 1

@@ -8,11 +8,12 @@ from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
 from ..errors import DTypeError, KernelRuntimeError, ShapeError
 from ..ir import expr as E
 from .common import broadcast_shapes, check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
+from .fixpipe import apply_epilogue, parse_extend_params, round_tf32
 from .registry import register
 
-OUT_DTYPES = {DT_FP16: (DT_FP16, DT_FP32), DT_BF16: (DT_BF16, DT_FP32), DT_FP32: (DT_FP32,),
-              DT_INT8: (DT_INT32,)}
-_EXTEND_KEYS = ("bias_tensor", "scale")
+# the cube table; DT_INT8 results (and DT_FP16 from int8) are (de)quantised on the way out (fixpipe.py)
+OUT_DTYPES = {DT_FP16: (DT_FP16, DT_FP32, DT_INT8), DT_BF16: (DT_BF16, DT_FP32, DT_INT8),
+              DT_FP32: (DT_FP32, DT_INT8), DT_INT8: (DT_INT32, DT_FP16, DT_INT8)}
 
 
 def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matrix_nz=False,
@@ -21,8 +22,10 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
 
     Operands have equal rank 2 to 4; leading (batch) dims broadcast. ``a_trans``/``b_trans``
     read an operand transposed. ``out_dtype`` follows the cube table: fp16 -> fp16/fp32,
-    bf16 -> bf16/fp32, fp32 -> fp32, int8 -> int32 (default: the first entry).
-    ``extend_params`` may hold ``bias_tensor`` (added per output column) and ``scale`` (a float).
+    bf16 -> bf16/fp32, fp32 -> fp32, int8 -> int32 (default: the first entry); int8 -> fp16
+    dequantises and any -> int8 quantises with a scale. ``extend_params`` may hold
+    ``bias_tensor``, ``relu_type``, ``scale`` / ``scale_tensor`` and ``trans_mode``: see
+    `pypto.ops.fixpipe`.
     """
     tensor_arg(input, "matmul", "input")
     tensor_arg(mat2, "matmul", "mat2")
@@ -45,23 +48,7 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
     ins, attrs = [input, mat2], {"a_trans": bool(a_trans), "b_trans": bool(b_trans)}
     if isinstance(ka, E.Expr) and isinstance(kb, E.Expr) and ka != kb:
         attrs["k_check"] = (ka, kb)  # different symbols (e.g. two DYNAMIC dims): must agree at run time
-    for key, val in (extend_params or {}).items():
-        if key not in _EXTEND_KEYS:
-            raise DTypeError(f"pypto.matmul: extend_params key '{key}' is not supported",
-                             expected=", ".join(_EXTEND_KEYS), got=key, param="extend_params", loc=loc())
-        if key == "bias_tensor":
-            tensor_arg(val, "matmul", "extend_params['bias_tensor']")
-            bshape = val._value.shape
-            if not dims_equal(bshape[-1], n) or any(not (isinstance(s, int) and s == 1) for s in bshape[:-1]):
-                raise ShapeError("pypto.matmul: bias_tensor must be [N] or [1, N]", expected=f"N = {E.render(n)}",
-                                 got=E.render_dims(bshape), param="extend_params['bias_tensor']", loc=loc())
-            attrs["bias"] = len(ins)
-            ins.append(val)
-        else:
-            if not isinstance(val, (int, float)) or isinstance(val, bool):
-                raise DTypeError("pypto.matmul: extend_params['scale'] must be a number", got=repr(val),
-                                 param="extend_params['scale']", loc=loc())
-            attrs["scale"] = float(val)
+    parse_extend_params(extend_params, dt, out_dt, n, batch, ins, attrs)
     shape = (*batch, m, n)
     valid = (*batch, vm, vn)
     return emit("matmul", ins, [(out_dt, shape, valid)], attrs)
@@ -107,11 +94,8 @@ def _matmul(ins, attrs, ev):
     a, b = a.narrow(-1, 0, k), b.narrow(-2, 0, k)
     if a.dtype == torch.int8:
         out = torch.matmul(a.to(torch.int32), b.to(torch.int32))
+    elif "tf32" in attrs:
+        out = torch.matmul(round_tf32(a.float(), attrs["tf32"]), round_tf32(b.float(), attrs["tf32"]))
     else:
         out = torch.matmul(a.float(), b.float())
-    if "scale" in attrs:
-        out = out * attrs["scale"]
-    if "bias" in attrs:
-        bias = ins[attrs["bias"]].float()  # [N], [1, N], or a batch of tiles [n, 1, N]: broadcasts
-        out = out + bias[..., : out.shape[-1]]
-    return out
+    return apply_epilogue(out, ins, attrs)

@@ -13,10 +13,11 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from ..dtypes import DT_FP32, DT_INT32, DT_INT64
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..ir import expr as E
 from ..ir.graph import Value
 from ..ir.tile import Access, TileOp
+from ..ops.common import bcast_flags
 from ..ops.registry import REGISTRY
 
 DEFAULT_TILE_ELEMENTS = 16384  # 64 KB of fp32: a third of UB, leaving room for double buffering
@@ -328,6 +329,11 @@ class Expander:
         attrs["k_l1"] = cube[1][1] if cube else 256
         attrs["k_dims"] = (-2 if at else -1, -1 if bt else -2)  # where K sits in each operand
         if cube and cube[3] and op.kind == "matmul" and not (isinstance(K, int) and K <= attrs["k_l1"]):
+            epilogue = [k for k in ("scale", "scale_tensor", "relu") if k in attrs]
+            if epilogue:  # the partial products meet in GM: the cube's output path never sees the sum
+                raise DTypeError("pypto.matmul: fixpipe (scale, scale_tensor) and ReLU are not supported with "
+                                 "split-K (enable_split_k: GM accumulation)", expected="no " + ", ".join(epilogue),
+                                 got=", ".join(epilogue), param="extend_params", loc=op.loc)
             return self.matmul_split_k(op, operand, grid, tile, K, attrs)
         ins = [operand(a, R - 2, mt, at, True), operand(b, R - 1, nt, bt, False)]
         if op.kind == "scaled_mm":  # block scales: the rows (columns) of this tile, every K block
@@ -337,10 +343,25 @@ class Expander:
                                    [None, R - 2, None] if op.attrs["scale_a_trans"] else [R - 2, None, None], grid))
             ins.append(self.access(sb, [nt, kb, 2] if op.attrs["scale_b_trans"] else [kb, nt, 2],
                                    [R - 1, None, None] if op.attrs["scale_b_trans"] else [None, R - 1, None], grid))
-        if "bias" in op.attrs:
-            bias = op.inputs[op.attrs["bias"]]
-            ins.append(self.access(bias, [1] * (bias.rank - 1) + [nt], [None] * (bias.rank - 1) + [R - 1], grid))
+        for key in ("bias", "scale_tensor"):
+            if key in op.attrs:
+                ins.append(self.column_access(op.inputs[op.attrs[key]], out, nt, grid))
         self.emit(op.kind, ins, [self.access(out, tile, range(R), grid)], grid, attrs, op, core="AIC")
+
+    def column_access(self, v, out, nt, grid):
+        """A per-column epilogue operand ([N], [1, N], [.., 1, N]) of a matmul tile: the tile's
+        columns, the tile's batch entry along batch dims v has (size > 1), one row."""
+        R = out.rank
+        shp, axes = [], []
+        for k in range(v.rank):
+            d = k + R - v.rank
+            if d == R - 1:
+                shp.append(nt)
+                axes.append(R - 1)
+            else:
+                shp.append(1)
+                axes.append(d if d < R - 2 and not (isinstance(v.shape[k], int) and v.shape[k] == 1) else None)
+        return self.access(v, shp, axes, grid)
 
     def matmul_split_k(self, op, operand, grid, tile, K, attrs):
         """enable_split_k: one cube task per (output tile, K chunk of kL1) writes a partial product
@@ -377,9 +398,8 @@ class Expander:
         self.emit("sum", [cin], [self.access(target, tile, range(R), grid)], grid,
                   {"dim": 0, "keepdim": False, "combine": True}, op)
         if "bias" in op.attrs:
-            bias = op.inputs[op.attrs["bias"]]
-            bacc = self.access(bias, [1] * (bias.rank - 1) + [tile[-1]], [None] * (bias.rank - 1) + [R - 1], grid)
-            flags = (tuple(False for _ in range(R)), tuple([True] * (R - 1) + [False]))
+            bacc = self.column_access(op.inputs[op.attrs["bias"]], out, tile[-1], grid)
+            flags = (tuple(False for _ in range(R)), bcast_flags(op.inputs[op.attrs["bias"]].shape, out.shape))
             self.emit("add", [self.access(target, tile, range(R), grid), bacc], [self.access(out, tile, range(R), grid)],
                       grid, {"bcast": flags}, op)
 

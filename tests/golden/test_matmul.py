@@ -1,5 +1,5 @@
 """Golden tests of matmul: ranks 2-4 with batch broadcast, transposes, the out_dtype table,
-bias/scale epilogues, unaligned sizes and the ``@`` operator."""
+bias epilogues (the rest of extend_params: test_matmul_fixpipe.py), unaligned sizes and the ``@`` operator."""
 
 from __future__ import annotations
 
@@ -113,13 +113,6 @@ def test_matmul_bias(dtype, out, bias_shape):
     bias = rand(bias_shape, dtype, lo=-4, hi=4, seed=3)
     check_op(lambda x, y, c: pypto.matmul(x, y, PT[out], extend_params={"bias_tensor": c}), [a, b, bias],
              lambda x, y, c: ref_mm(x, y) + c.float().reshape(-1), out_dtype=out)
-
-
-@pytest.mark.parametrize("dtype,out", [(FP32, FP32), (FP16, FP16), (BF16, FP32)], ids=str)
-def test_matmul_scale(dtype, out):
-    a, b = operand((7, 12), dtype, 1), operand((12, 5), dtype, 2)
-    check_op(lambda x, y: pypto.matmul(x, y, PT[out], extend_params={"scale": 0.25}), [a, b],
-             lambda x, y: ref_mm(x, y) * 0.25, out_dtype=out)
 
 
 def test_matmul_tiled_rows_with_tail():

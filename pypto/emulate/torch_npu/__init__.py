@@ -2,7 +2,7 @@
 
 It carries the generic surface upstream PyPTO scripts touch: ``torch_npu.npu`` (the same
 module as ``torch.npu``), storage formats (``Format``, ``npu_format_cast``, ``get_npu_format``)
-and ``npu_dtype_cast``. Data stays in the logical (ND) layout whatever format a tensor is given:
+``npu_dtype_cast`` and ``npu_trans_quant_param``. Data stays in the logical (ND) layout whatever format a tensor is given:
 a format is recorded on the tensor, which is what pypto kernels see on the simulator anyway.
 """
 
@@ -13,6 +13,7 @@ import enum
 import torch
 
 from . import npu  # noqa: F401 - torch_npu.npu
+from .quant import npu_trans_quant_param  # noqa: F401
 
 __version__ = "0.0.0+pypto.emulate"
 
