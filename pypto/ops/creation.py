@@ -48,6 +48,10 @@ def full(size, fill_value, dtype=None, *, valid_shape=None):
                              expected=f"an int for {dt.name}", got=repr(fill_value), param="fill_value",
                              loc=loc())
         value = fill_value
+        if isinstance(value, float) and dt.is_float:
+            # the value the device fills with: rounded to the dtype, beyond its range an infinity
+            # (-sys.float_info.max in fp32 is -inf, upstream's usual padding for a max)
+            value = float(torch.tensor(value, dtype=torch.float64).to(dt.torch()))
     else:
         raise DTypeError("pypto.full: 'fill_value' must be a scalar", expected="int, float or SymbolicScalar",
                          got=type(fill_value).__name__, param="fill_value", loc=loc())

@@ -419,12 +419,64 @@ class Expander:
         x = op.inputs[0]
         d = op.attrs["dim"]
         tile = list(self.tile_of(op, x.shape))
+        if isinstance(x.shape[d], int) and isinstance(tile[d], int) and tile[d] < x.shape[d]:
+            return self.tiled_topk(op, tile)
         tile[d] = x.shape[d]  # the sorted dim stays whole
         grid = self.grid_of(x.shape, tile)
         R = x.rank
         otile = [op.attrs["k"] if a == d else t for a, t in enumerate(tile)]
         outs = [self.access(v, otile, range(R), grid) for v in op.outputs]
         self.emit("topk", [self.access(x, tile, range(R), grid)], outs, grid, op.attrs, op)
+
+    def tiled_topk(self, op, tile):
+        """topk along a dim longer than its tile: each tile's sorted top-k candidates (indices
+        offset by the tile's start, an arange of tile starts) into a workspace, then merges of
+        groups of candidate lists, as many as fit a framework tile, until one list is left."""
+        x = op.inputs[0]
+        d, k, largest = op.attrs["dim"], op.attrs["k"], op.attrs["largest"]
+        R = x.rank
+        T = tile[d]
+        n = -(-x.shape[d] // T)
+        kc = min(k, T)
+        grid = self.grid_of(x.shape, tile)
+        starts = self.new_value(DT_INT32, (n,), (n,), f"{op.outputs[0].name}_tile_start")
+        self.emit("arange", [], [Access(starts, None, (n,), (0,), (None,), (n,))], (),
+                  {"start": 0, "step": T, "n": n, "dtype": DT_INT32}, op)
+        self.gm_results.add(starts.id)
+        nvalid = E.simplify_dim(E.ceildiv(x.valid_shape[d], T))
+
+        def lists(count, per, valid_count, name):
+            """Workspaces of ``count`` candidate lists of ``per`` along d (values, indices)."""
+            shape = tuple(count * per if a == d else s for a, s in enumerate(x.shape))
+            valid = tuple(E.simplify_dim(E.mul(valid_count, per)) if a == d else s
+                          for a, s in enumerate(x.valid_shape))
+            return [self.new_value(dt, shape, valid, f"{op.outputs[0].name}_{name}") for dt in (x.dtype, DT_INT32)]
+
+        cand = lists(n, kc, nvalid, "candidates")
+        ltile = [kc if a == d else t for a, t in enumerate(tile)]
+        self.emit("topk_partial", [self.access(x, tile, range(R), grid), self.access(starts, [1], [d], grid)],
+                  [self.access(v, ltile, range(R), grid) for v in cand], grid,
+                  {"k": kc, "dim": d, "largest": largest}, op)
+        rows = 1
+        for a, t in enumerate(tile):
+            rows *= t if a != d and isinstance(t, int) else 1
+        while True:
+            group = max(2, FRAMEWORK_TILE_BYTES // (rows * kc * (x.dtype.itemsize + 4)))
+            final = n <= group
+            group = n if final else group
+            groups = -(-n // group)
+            knext = k if final else min(k, group * kc)
+            mgrid = tuple(groups if a == d else g for a, g in enumerate(grid))
+            itile = [group * kc if a == d else t for a, t in enumerate(tile)]
+            otile = [knext if a == d else t for a, t in enumerate(tile)]
+            nvalid = E.simplify_dim(E.ceildiv(nvalid, group))
+            outs = list(op.outputs) if final else lists(groups, knext, nvalid, "merged")
+            self.emit("topk_merge", [self.access(v, itile, range(R), mgrid) for v in cand],
+                      [self.access(v, otile, range(R), mgrid) for v in outs], mgrid,
+                      {"k": knext, "dim": d, "largest": largest, "final": final}, op)
+            if final:
+                return
+            cand, n, kc = outs, groups, knext
 
     def concat(self, op):
         out = op.outputs[0]

@@ -142,6 +142,15 @@ def test_full_defaults_and_bool():
     check_op(lambda: pypto.full([2, 3], True, pypto.DT_BOOL), [], lambda: torch.ones(2, 3, dtype=BOOL))
 
 
+@pytest.mark.parametrize("dtype", [FP32, FP16, BF16])
+def test_full_rounds_the_value_to_the_dtype_and_saturates_to_infinity(dtype):
+    import sys
+    big = sys.float_info.max  # beyond every device float: the fill is an infinity (upstream's -max padding)
+    check_op(lambda: pypto.full([2, 3], -big, PT[dtype]), [], lambda: torch.full((2, 3), float("-inf"), dtype=dtype))
+    check_op(lambda: pypto.full([2, 3], 1e300, PT[dtype]), [], lambda: torch.full((2, 3), float("inf"), dtype=dtype))
+    check_op(lambda: pypto.full([2], 0.1, PT[dtype]), [], lambda: torch.full((2,), 0.1, dtype=torch.float64).to(dtype))
+
+
 def test_full_combines_with_inputs():
     x = data((4, 6), FP32)
     check_op(lambda t: t + pypto.full([4, 6], 2.5, pypto.DT_FP32), [x], lambda t: t + 2.5)
