@@ -17,12 +17,14 @@ from .registry import register
 def tensor(shape, dtype=DT_FP32, name: str = ""):
     """Declare a local tensor inside a kernel; write it (assemble) before reading it.
 
-    Upstream leaves it uninitialised; here it starts as zeros so a missed write is visible.
+    Upstream leaves it uninitialised; here it starts as zeros so a missed write is visible. It
+    is memory, not device work: no tile op fills it (the runtime allocates it zeroed).
     """
     require("pypto.tensor")
     dt = dtype_arg(dtype, "tensor")
     shp = shape_list(shape, "tensor")
-    out = emit("tensor", [], [(dt, shp, None)], {"shape": shp, "dtype": dt}, names=[name or "local"])
+    out = emit("tensor", [], [(dt, shp, None)], {"shape": shp, "dtype": dt}, names=[name or "local"],
+               value_kind="local")
     return out
 
 

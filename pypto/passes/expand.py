@@ -145,7 +145,7 @@ class Expander:
     # ---- per op kind ---------------------------------------------------------------------------
     def expand(self, op):
         kind = op.kind
-        if kind == "view":
+        if kind == "view" or kind == "tensor":  # a local tensor is zeroed memory (runtime/memory.py)
             return
         if kind in ELEMENTWISE:
             return self.elementwise(op)

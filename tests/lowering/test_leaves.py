@@ -254,3 +254,22 @@ def test_a_split_k_combine_takes_fewer_rows_when_all_its_chunks_would_not_fit_ub
     assert combine.inputs[0].shape == (8, 16, 128) and combine.grid == (8, 1)
     for leaf in compiled.lowered.leaves.values():
         assert sum(b.nbytes for b in leaf.buffers if b.mem == "UB") <= A2A3.ub_bytes
+
+
+@pypto.jit
+def staged_rows(x: pypto.Tensor([128, 512], BF16), out: pypto.Tensor([256, 512], BF16)):
+    pypto.set_vec_tile_shapes(256, 512)  # the local below is 256 KB: no UB tile could hold it
+    stage = pypto.tensor([256, 512], BF16, "stage")
+    pypto.set_vec_tile_shapes(64, 512)
+    stage[0:128, :] = x
+    out[:] = stage
+
+
+def test_a_local_tensor_is_zeroed_memory_not_a_tile_op():
+    x = _rand(128, 512, dtype=torch.bfloat16)
+    out = torch.ones(256, 512, dtype=torch.bfloat16)
+    staged_rows(x, out)
+    assert torch.equal(out[:128], x) and not out[128:].any()  # the unwritten half reads as zeros
+    compiled = staged_rows.inspect(x, out)
+    C.check_all(compiled)
+    assert not [op for op in C.snapshot(compiled, "expand").graph[0] if op.kind == "tensor"]
