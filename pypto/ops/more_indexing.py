@@ -35,7 +35,9 @@ INDEX_PUT_INDEX_DTYPES = (DT_INT8, DT_UINT8, DT_INT16, DT_INT32, DT_INT64)
 FILLPAD_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT8, DT_INT16, DT_INT32, DT_UINT8)
 GATHERMASK_DTYPES = (DT_INT16, DT_INT32, DT_FP16, DT_BF16, DT_FP32)
 INDEX_ADD_UB_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT16, DT_INT32)
-GATHER_IN_UB_DTYPES = (DT_FP32, DT_FP16)
+# the docs list fp32/fp16, but the op only moves rows and upstream's own bf16 KV caches (DeepSeek V4
+# sparse compress attention) go through it: bf16 is accepted as upstream's kernel does
+GATHER_IN_UB_DTYPES = (DT_FP32, DT_FP16, DT_BF16)
 GATHER_IN_L1_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT8)
 # pattern_mode -> (first element, step) along the last dim
 _PATTERNS = {1: (0, 2), 2: (1, 2), 3: (0, 4), 4: (1, 4), 5: (2, 4), 6: (3, 4), 7: (0, 1)}
