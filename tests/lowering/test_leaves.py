@@ -273,3 +273,19 @@ def test_a_local_tensor_is_zeroed_memory_not_a_tile_op():
     compiled = staged_rows.inspect(x, out)
     C.check_all(compiled)
     assert not [op for op in C.snapshot(compiled, "expand").graph[0] if op.kind == "tensor"]
+
+
+@pypto.jit
+def copy_rows(kv: pypto.Tensor([512, 512], BF16), out: pypto.Tensor([256, 512], BF16)):
+    pypto.set_vec_tile_shapes(128, 512)  # 128 KB tiles: one fits UB, two do not
+    pypto.assemble(pypto.clone(pypto.view(kv, [256, 512], [64, 0])), [0, 0], out)
+
+
+def test_a_clone_of_a_tile_loaded_from_gm_is_the_load_itself():
+    kv, out = _rand(512, 512, dtype=torch.bfloat16), torch.zeros(256, 512, dtype=torch.bfloat16)
+    copy_rows(kv, out)
+    assert torch.equal(out, kv[64:320])
+    compiled = copy_rows.inspect(kv, out)
+    C.check_all(compiled)
+    (leaf,) = compiled.lowered.leaves.values()
+    assert [op.kind for op in leaf.ops] == ["copy_in", "copy_out"] and len(leaf.buffers) == 1
