@@ -258,6 +258,9 @@ def gather_in_ub(param, indices, block_table, block_size, axis=-2):
     ``indices [1, k]``: token ``t`` sits in physical row ``block_table[0, t // block_size] *
     block_size + t % block_size``. Returns ``[k, hidden]``. ``axis`` must be -2. Upstream loads the
     rows into UB; here it is a whole-tensor GM->GM op (the placement is not modelled).
+
+    As on the device, ``param`` is the cache's base: a view of it gives the first row and the row
+    length, and physical rows past the view's own extent (up to the end of its tensor) are read.
     """
     _paged_args("gather_in_ub", param, indices, block_table, block_size, GATHER_IN_UB_DTYPES, (DT_INT32,))
     if isinstance(axis, bool) or axis not in (-2, 0):
@@ -274,7 +277,8 @@ def gather_in_l1(src, indices, block_table, block_size, size, is_b_matrix=False,
     logical token ids in ``indices [1, n]`` (addressed through ``block_table`` as in
     `gather_in_ub`): ``[n, size]``, or ``[size, n]`` with ``is_trans``. Upstream loads the rows
     into L1 (``is_b_matrix`` lays them out as a matmul B operand); the placement and layout are
-    not modelled: here it is a whole-tensor GM->GM op.
+    not modelled: here it is a whole-tensor GM->GM op. ``src`` is the cache's base, as in
+    `gather_in_ub`.
     """
     _paged_args("gather_in_l1", src, indices, block_table, block_size, GATHER_IN_L1_DTYPES, (DT_INT32, DT_INT64))
     v, iv = src._value, indices._value

@@ -49,6 +49,7 @@ WHOLE |= {"pack", "unpack"}  # pypto/ops/pack.py: bytes cross element boundaries
 WHOLE |= {"conv"}  # pypto/ops/cube.py: one AIC task over whole tensors (im2col tiling is not modelled)
 DIM_WHOLE = {"argmax", "argmin", "var", "cumsum", "cumprod", "argsort", "online_softmax", "online_softmax_update"}
 WHOLE |= {"index_put", "fillpad", "gather_in_ub", "gather_in_l1"}  # pypto/ops/more_indexing.py
+PAGED_GATHERS = {"gather_in_ub", "gather_in_l1"}  # their first operand is a paged cache's base
 LAST_DIM_WHOLE |= {"gathermask"}  # pypto/ops/more_indexing.py: the masked last dim stays whole
 
 
@@ -490,10 +491,21 @@ class Expander:
     def whole(self, op):
         """An op applied to whole tensors in one tile (reshape, gather ...): GM to GM on one core."""
         ins = [self.access(v, v.shape, [None] * v.rank, ()) for v in op.inputs]
+        if op.kind in PAGED_GATHERS:
+            ins[0] = self.cache_from(op.inputs[0])
         outs = [self.access(v, v.shape, [None] * v.rank, ()) for v in op.outputs]
         core = "AIC" if REGISTRY[op.kind].kind == "cube" else "AIV"  # conv runs on the cube
         self.emit(op.kind, ins, outs, (), op.attrs, op, core=core)
         self.gm_results.update(v.id for v in op.outputs)
+
+    def cache_from(self, v):
+        """The paged cache a gather reads through ``v``: every row of the storage from the view's
+        first row on (the hardware takes the view as the cache's base address; block tables
+        address rows past the view's own extent), the view's columns."""
+        storage, base, ext = self.resolve(v)
+        rows = E.simplify_dim(E.sub(storage.shape[0], base[0]))
+        valid = E.simplify_dim(E.sub(storage.valid_shape[0], base[0]))
+        return Access(storage, None, (rows, *v.shape[1:]), base, (None,) * v.rank, (valid, *ext[1:]))
 
     def last_dim_whole(self, op):
         """Tiles over the output's leading dims; every operand keeps its last dim whole (one_hot's
