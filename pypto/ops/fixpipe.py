@@ -35,7 +35,7 @@ def is_requant(in_dt, out_dt) -> bool:
     return (in_dt is DT_INT8 and out_dt is DT_FP16) or out_dt is DT_INT8
 
 
-def fixpipe_scale(value: float) -> float:
+def scale_as_applied(value: float) -> float:
     """``value`` as the fixpipe uses it: a float32 with its 13 lowest mantissa bits cleared."""
     bits = struct.unpack("<I", struct.pack("<f", value))[0] & SCALE_MASK
     return struct.unpack("<f", struct.pack("<I", bits))[0]
@@ -76,7 +76,7 @@ def parse_extend_params(extend_params, in_dt, out_dt, n, batch, ins: list, attrs
     if out_dt is DT_INT8:
         attrs["to_int8"] = True
     if has_scale:
-        attrs["scale"] = fixpipe_scale(float(scale))
+        attrs["scale"] = scale_as_applied(float(scale))
     if has_tensor:
         t = _column_operand(params["scale_tensor"], "scale_tensor", n, batch, allow_1d=False)
         if t.dtype is not DT_INT64:
@@ -123,7 +123,7 @@ def _column_operand(t, name, n, batch, allow_1d):
     return t
 
 
-def round_tf32(x, mode: int):
+def round_to_tf32(x, mode: int):
     """fp32 ``x`` rounded to TF32 (``TransMode`` value ``mode``); infinities and NaNs pass."""
     bits = x.contiguous().view(torch.int32)
     half = 1 << (_TF32_DROP - 1)

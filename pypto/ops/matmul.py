@@ -8,7 +8,7 @@ from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
 from ..errors import DTypeError, KernelRuntimeError, ShapeError
 from ..ir import expr as E
 from .common import broadcast_shapes, check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
-from .fixpipe import apply_epilogue, parse_extend_params, round_tf32
+from .fixpipe import apply_epilogue, parse_extend_params, round_to_tf32
 from .registry import register
 
 # the cube table; DT_INT8 results (and DT_FP16 from int8) are (de)quantised on the way out (fixpipe.py)
@@ -95,7 +95,7 @@ def _matmul(ins, attrs, ev):
     if a.dtype == torch.int8:
         out = torch.matmul(a.to(torch.int32), b.to(torch.int32))
     elif "tf32" in attrs:
-        out = torch.matmul(round_tf32(a.float(), attrs["tf32"]), round_tf32(b.float(), attrs["tf32"]))
+        out = torch.matmul(round_to_tf32(a.float(), attrs["tf32"]), round_to_tf32(b.float(), attrs["tf32"]))
     else:
         out = torch.matmul(a.float(), b.float())
     return apply_epilogue(out, ins, attrs)
