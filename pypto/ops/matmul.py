@@ -8,7 +8,7 @@ from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
 from ..errors import DTypeError, KernelRuntimeError, ShapeError
 from ..ir import expr as E
 from .common import broadcast_shapes, check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
-from .fixpipe import apply_epilogue, parse_extend_params, round_to_tf32
+from .fixpipe import apply_epilogue, parse_extend_params, round_to_tf32, scale_as_applied  # noqa: F401
 from .registry import register
 
 # the cube table; DT_INT8 results (and DT_FP16 from int8) are (de)quantised on the way out (fixpipe.py)
