@@ -461,3 +461,28 @@ def test_loop_unroll_with_is_loop_end():
         want[0] -= 1000.0
         _exact(out, want)
     assert mark_last.cache_info().misses == 1
+
+
+@pypto.jit
+def flag_set_in_a_branch(x: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 8],
+                                                                                                pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(1, 8)
+    flag = pypto.SymbolicScalar(0)
+    for i in pypto.loop(x.shape[0]):
+        if i > 100:
+            out[i:i + 1, :] = x[i:i + 1, :]
+        else:
+            flag = pypto.SymbolicScalar("flag") + 1  # a symbol nothing binds: it reads 0 on the device
+            out[i:i + 1, :] = x[i:i + 1, :] * 2.0
+    if flag > 0:
+        out[0:1, :] = x[0:1, :] * 0.0
+
+
+def test_a_symbol_nothing_binds_reads_zero():
+    """As upstream's device symbol table starts zeroed: SymbolicScalar("flag") + 1 is 1 at run time."""
+    x = torch.randn(4, 8)
+    out = torch.zeros(4, 8)
+    flag_set_in_a_branch(x, out)
+    want = x * 2.0
+    want[0] = 0.0
+    torch.testing.assert_close(out, want)
