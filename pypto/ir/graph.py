@@ -16,7 +16,7 @@ from typing import Iterator, Optional, Union
 
 from ..dtypes import DType
 from ..errors import SourceLoc
-from .expr import Dim, Expr
+from .expr import Dim, Expr, free_symbols
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,3 +172,38 @@ def iter_blocks(region) -> Iterator[Block]:
         if isinstance(item, Loop):
             for body in item.bodies:
                 yield from iter_blocks(body)
+
+
+def unbound_symbols(program: "Program") -> frozenset:
+    """Names the program reads that nothing binds: neither a dynamic dim of a parameter nor a loop
+    index (a user's own ``SymbolicScalar("name")``). They read 0 at run time, as the entries of the
+    device's symbol table start at zero."""
+    used: set = set()
+    bound = set(program.symbols)
+
+    def expr(x):
+        if isinstance(x, Expr):
+            used.update(free_symbols(x))
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                expr(y)
+
+    def region(r):
+        if isinstance(r, Branch):
+            expr(r.cond)
+            region(r.then)
+            region(r.orelse)
+            return
+        for item in r.items:
+            if isinstance(item, Loop):
+                bound.add(item.index)
+                expr((item.start, item.stop, item.step))
+                for body in item.bodies:
+                    region(body)
+            else:
+                expr(tuple(item.attrs.values()))
+                for v in item.inputs + item.outputs:
+                    expr((v.shape, v.valid_shape))
+
+    region(program.body)
+    return frozenset(used - bound)

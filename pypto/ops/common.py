@@ -148,10 +148,11 @@ def valid_of(*values):
     return tuple(valid)
 
 
-def emit(kind: str, inputs, outs, attrs=None, names=None):
+def emit(kind: str, inputs, outs, attrs=None, names=None, value_kind: str = "op"):
     """Record op ``kind`` and return Tensor handles for its outputs.
 
-    ``outs`` is a list of (dtype, shape, valid_shape or None) or (dtype, shape, valid, base).
+    ``outs`` is a list of (dtype, shape, valid_shape or None) or (dtype, shape, valid, base);
+    ``value_kind`` is the kind of the output values ("local" for `pypto.tensor`).
     """
     tracer = require(f"pypto.{kind}")
     where = loc()
@@ -160,7 +161,7 @@ def emit(kind: str, inputs, outs, attrs=None, names=None):
     for i, spec in enumerate(outs):
         dtype, shape, valid = spec[:3]
         base = spec[3] if len(spec) > 3 else None
-        values.append(tracer.new_value(dtype, shape, valid, base=base, loc=where,
+        values.append(tracer.new_value(dtype, shape, valid, base=base, loc=where, kind=value_kind,
                                        name=(names[i] if names else kind)))
     tracer.emit(kind, [t._value for t in inputs], values, attrs, where)
     handles = [Tensor._wrap(v) for v in values]

@@ -18,12 +18,14 @@ from .registry import register
 def tensor(shape, dtype=DT_FP32, name: str = ""):
     """Declare a local tensor inside a kernel; write it (assemble) before reading it.
 
-    Upstream leaves it uninitialised; here it starts as zeros so a missed write is visible.
+    Upstream leaves it uninitialised; here it starts as zeros so a missed write is visible. It
+    is memory, not device work: no tile op fills it (the runtime allocates it zeroed).
     """
     require("pypto.tensor")
     dt = dtype_arg(dtype, "tensor")
     shp = shape_list(shape, "tensor")
-    out = emit("tensor", [], [(dt, shp, None)], {"shape": shp, "dtype": dt}, names=[name or "local"])
+    out = emit("tensor", [], [(dt, shp, None)], {"shape": shp, "dtype": dt}, names=[name or "local"],
+               value_kind="local")
     return out
 
 
@@ -59,6 +61,10 @@ def full(size, fill_value, dtype=None, *, valid_shape=None):
                              expected=f"an int for {dt.name}", got=repr(fill_value), param="fill_value",
                              loc=loc())
         value = fill_value
+        if isinstance(value, float) and dt.is_float:
+            # the value the device fills with: rounded to the dtype, beyond its range an infinity
+            # (-sys.float_info.max in fp32 is -inf, upstream's usual padding for a max)
+            value = float(torch.tensor(value, dtype=torch.float64).to(dt.torch()))
     else:
         raise DTypeError("pypto.full: 'fill_value' must be a scalar",
                          expected="int, float, SymbolicScalar or pypto.Element",

@@ -35,7 +35,9 @@ INDEX_PUT_INDEX_DTYPES = (DT_INT8, DT_UINT8, DT_INT16, DT_INT32, DT_INT64)
 FILLPAD_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT8, DT_INT16, DT_INT32, DT_UINT8)
 GATHERMASK_DTYPES = (DT_INT16, DT_INT32, DT_FP16, DT_BF16, DT_FP32)
 INDEX_ADD_UB_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT16, DT_INT32)
-GATHER_IN_UB_DTYPES = (DT_FP32, DT_FP16)
+# the docs list fp32/fp16, but the op only moves rows and upstream's own bf16 KV caches (DeepSeek V4
+# sparse compress attention) go through it: bf16 is accepted as upstream's kernel does
+GATHER_IN_UB_DTYPES = (DT_FP32, DT_FP16, DT_BF16)
 GATHER_IN_L1_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT8)
 # pattern_mode -> (first element, step) along the last dim
 _PATTERNS = {1: (0, 2), 2: (1, 2), 3: (0, 4), 4: (1, 4), 5: (2, 4), 6: (3, 4), 7: (0, 1)}
@@ -256,6 +258,9 @@ def gather_in_ub(param, indices, block_table, block_size, axis=-2):
     ``indices [1, k]``: token ``t`` sits in physical row ``block_table[0, t // block_size] *
     block_size + t % block_size``. Returns ``[k, hidden]``. ``axis`` must be -2. Upstream loads the
     rows into UB; here it is a whole-tensor GM->GM op (the placement is not modelled).
+
+    As on the device, ``param`` is the cache's base: a view of it gives the first row and the row
+    length, and physical rows past the view's own extent (up to the end of its tensor) are read.
     """
     _paged_args("gather_in_ub", param, indices, block_table, block_size, GATHER_IN_UB_DTYPES, (DT_INT32,))
     if isinstance(axis, bool) or axis not in (-2, 0):
@@ -272,7 +277,8 @@ def gather_in_l1(src, indices, block_table, block_size, size, is_b_matrix=False,
     logical token ids in ``indices [1, n]`` (addressed through ``block_table`` as in
     `gather_in_ub`): ``[n, size]``, or ``[size, n]`` with ``is_trans``. Upstream loads the rows
     into L1 (``is_b_matrix`` lays them out as a matmul B operand); the placement and layout are
-    not modelled: here it is a whole-tensor GM->GM op.
+    not modelled: here it is a whole-tensor GM->GM op. ``src`` is the cache's base, as in
+    `gather_in_ub`.
     """
     _paged_args("gather_in_l1", src, indices, block_table, block_size, GATHER_IN_L1_DTYPES, (DT_INT32, DT_INT64))
     v, iv = src._value, indices._value

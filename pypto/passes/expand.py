@@ -4,7 +4,8 @@ The tile shape is the one recorded on the op (``set_vec_tile_shapes`` / ``set_cu
 or a default sized for the vector buffer. Views fold into operand addressing; tails are the
 clipped valid extents of edge tiles; broadcast operands read one tile along broadcast dims; a
 reduction whose dim spans several tiles becomes a partial reduction per tile into a GM
-workspace plus a combining reduction; matmul becomes one AIC op per output tile.
+workspace plus a combining reduction; matmul becomes one AIC op per output tile. Tiles the
+framework picks by itself (a copy of a GM result, a split-K combine) are cut to fit UB.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from ..dtypes import DT_FP32, DT_INT32, DT_INT64
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..ir import expr as E
 from ..ir.graph import Value
 from ..ir.tile import Access, TileOp
+from ..ops.common import bcast_flags
 from ..ops.registry import REGISTRY
 
 DEFAULT_TILE_ELEMENTS = 16384  # 64 KB of fp32: a third of UB, leaving room for double buffering
+# what a tile the framework chooses by itself (a copy's, a split-K combine's) may hold in UB
+FRAMEWORK_TILE_BYTES = DEFAULT_TILE_ELEMENTS * 4
 ELEMENTWISE = {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "gt", "ge", "lt", "le", "neg", "abs",
                "relu", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "clip", "where", "cast",
                "clone", "full", "tensor", "expand_clone"}
@@ -45,6 +49,7 @@ WHOLE |= {"pack", "unpack"}  # pypto/ops/pack.py: bytes cross element boundaries
 WHOLE |= {"conv"}  # pypto/ops/cube.py: one AIC task over whole tensors (im2col tiling is not modelled)
 DIM_WHOLE = {"argmax", "argmin", "var", "cumsum", "cumprod", "argsort", "online_softmax", "online_softmax_update"}
 WHOLE |= {"index_put", "fillpad", "gather_in_ub", "gather_in_l1"}  # pypto/ops/more_indexing.py
+PAGED_GATHERS = {"gather_in_ub", "gather_in_l1"}  # their first operand is a paged cache's base
 LAST_DIM_WHOLE |= {"gathermask"}  # pypto/ops/more_indexing.py: the masked last dim stays whole
 
 
@@ -70,6 +75,22 @@ def default_tile(shape) -> tuple:
     return tuple(tile)
 
 
+def fit_tile(tile, itemsize: int, budget: int = FRAMEWORK_TILE_BYTES) -> tuple:
+    """``tile`` with its leading dims cut down until it holds at most ``budget`` bytes (the last
+    dim is cut only when one row alone is too big). Symbolic sizes are left alone."""
+    tile = list(tile)
+    for d in range(len(tile)):
+        if any(not isinstance(t, int) for t in tile):
+            break
+        rest = itemsize
+        for t in tile[d + 1:]:
+            rest *= t
+        if rest * tile[d] <= budget:
+            break
+        tile[d] = max(1, budget // rest)
+    return tuple(tile)
+
+
 class Expander:
     """Builds the tile ops of one segment. ``views`` maps a view's value id to its view op."""
 
@@ -79,6 +100,7 @@ class Expander:
         self.new_value = new_value
         self.ops: list[TileOp] = []
         self.out_access: dict = {}  # value id -> Access the producing tile op writes (logical)
+        self.gm_results: set = set()  # ids of values written whole, GM to GM (`whole`): no UB tile
 
     # ---- helpers -------------------------------------------------------------------------------
     def resolve(self, v: Value):
@@ -124,7 +146,7 @@ class Expander:
     # ---- per op kind ---------------------------------------------------------------------------
     def expand(self, op):
         kind = op.kind
-        if kind == "view":
+        if kind == "view" or kind == "tensor":  # a local tensor is zeroed memory (runtime/memory.py)
             return
         if kind in ELEMENTWISE:
             return self.elementwise(op)
@@ -257,13 +279,16 @@ class Expander:
 
     def assemble(self, src, dst, offsets, op, tile=None):
         prod = self.out_access.get(src.id)
-        if tile is None and prod is not None and src.id not in self.views:
+        # a copy of a tiled result moves the producer's tiles (and fuses with it); a result written
+        # GM to GM by a whole-tensor op has no tile to follow
+        if tile is None and prod is not None and src.id not in self.views and src.id not in self.gm_results:
             tile = prod.shape
         if tile is None or any(not isinstance(t, int) for t in tile):
             vec = op.tiles.vec
             # a copy tiles its source like upstream's assemble: dims past the tile's sizes take its last size
             tile = tuple(vec[min(d, len(vec) - 1)] for d in range(src.rank)) if vec else default_tile(src.shape)
             tile = tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(tile, src.shape))
+            tile = fit_tile(tile, src.dtype.itemsize)
         grid = self.grid_of(src.shape, tile)
         R = src.rank
         inp = self.access(src, tile, range(R), grid)
@@ -305,6 +330,11 @@ class Expander:
         attrs["k_l1"] = cube[1][1] if cube else 256
         attrs["k_dims"] = (-2 if at else -1, -1 if bt else -2)  # where K sits in each operand
         if cube and cube[3] and op.kind == "matmul" and not (isinstance(K, int) and K <= attrs["k_l1"]):
+            epilogue = [k for k in ("scale", "scale_tensor", "relu") if k in attrs]
+            if epilogue:  # the partial products meet in GM: the cube's output path never sees the sum
+                raise DTypeError("pypto.matmul: fixpipe (scale, scale_tensor) and ReLU are not supported with "
+                                 "split-K (enable_split_k: GM accumulation)", expected="no " + ", ".join(epilogue),
+                                 got=", ".join(epilogue), param="extend_params", loc=op.loc)
             return self.matmul_split_k(op, operand, grid, tile, K, attrs)
         ins = [operand(a, R - 2, mt, at, True), operand(b, R - 1, nt, bt, False)]
         if op.kind == "scaled_mm":  # block scales: the rows (columns) of this tile, every K block
@@ -314,40 +344,30 @@ class Expander:
                                    [None, R - 2, None] if op.attrs["scale_a_trans"] else [R - 2, None, None], grid))
             ins.append(self.access(sb, [nt, kb, 2] if op.attrs["scale_b_trans"] else [kb, nt, 2],
                                    [R - 1, None, None] if op.attrs["scale_b_trans"] else [None, R - 1, None], grid))
-        for key in ("bias", "scale_tensor"):  # per-column fixpipe operands: [..., 1, N]
+        for key in ("bias", "scale_tensor"):
             if key in op.attrs:
                 ins.append(self.column_access(op.inputs[op.attrs[key]], out, nt, grid))
         self.emit(op.kind, ins, [self.access(out, tile, range(R), grid)], grid, attrs, op, core="AIC")
 
-    def column_access(self, t, out, nt, grid):
-        """The N columns of an output tile in a ``[N]`` / ``[..., 1, N]`` operand (bias, scales);
-        its batch dims follow the output's unless they broadcast."""
-        r, R = t.rank, out.rank
-        shape, axes = [], []
-        for d in range(r):
-            o = d + R - r
-            if d == r - 1:
-                shape.append(nt)
+    def column_access(self, v, out, nt, grid):
+        """A per-column epilogue operand ([N], [1, N], [.., 1, N]) of a matmul tile: the tile's
+        columns, the tile's batch entry along batch dims v has (size > 1), one row."""
+        R = out.rank
+        shp, axes = [], []
+        for k in range(v.rank):
+            d = k + R - v.rank
+            if d == R - 1:
+                shp.append(nt)
                 axes.append(R - 1)
-            elif d == r - 2 or (isinstance(t.shape[d], int) and t.shape[d] == 1) or \
-                    (isinstance(out.shape[o], int) and out.shape[o] == 1):
-                shape.append(1)
-                axes.append(None)
             else:
-                shape.append(1)
-                axes.append(o)
-        return self.access(t, shape, axes, grid)
+                shp.append(1)
+                axes.append(d if d < R - 2 and not (isinstance(v.shape[k], int) and v.shape[k] == 1) else None)
+        return self.access(v, shp, axes, grid)
 
     def matmul_split_k(self, op, operand, grid, tile, K, attrs):
         """enable_split_k: one cube task per (output tile, K chunk of kL1) writes a partial product
         to a GM workspace; a vector task per output tile sums the chunks (then adds the bias)."""
         a, b, out = op.inputs[0], op.inputs[1], op.outputs[0]
-        fixpipe = [k for k in ("scale", "scale_tensor", "relu", "quant_int8") if k in attrs]
-        if fixpipe:  # they apply to the whole sum, which only the combining vector task sees
-            raise ShapeError("pypto.matmul: a scale, a ReLU or an int8 result cannot be combined with "
-                             "enable_split_k", expected="set_cube_tile_shapes(..., enable_split_k=False) or a K "
-                             "within one kL1 chunk", got=f"extend_params {', '.join(fixpipe)} with split K",
-                             param="extend_params", loc=op.loc)
         R = out.rank
         kl1 = attrs["k_l1"]
         kt = E.simplify_dim(E.ceildiv(K, kl1))
@@ -368,6 +388,10 @@ class Expander:
         pattrs = {k: v for k, v in attrs.items() if k != "bias"}
         self.emit("matmul", [chunk(ka, attrs["k_dims"][0]), chunk(kb, attrs["k_dims"][1])], [pacc], kgrid,
                   pattrs, op, core="AIC")
+        # the combine loads every chunk of its tile at once: fewer rows per tile when they would not fit
+        if isinstance(kt, int):
+            tile = fit_tile(tile, pdt.itemsize, max(pdt.itemsize, FRAMEWORK_TILE_BYTES // kt))
+            grid = self.grid_of(out.shape, tile)
         cin = Access(part, None, (kt, *tile), (0,) * (R + 1), (None, *range(R)), part.valid_shape)
         target = out
         if "bias" in op.attrs:
@@ -375,9 +399,8 @@ class Expander:
         self.emit("sum", [cin], [self.access(target, tile, range(R), grid)], grid,
                   {"dim": 0, "keepdim": False, "combine": True}, op)
         if "bias" in op.attrs:
-            bias = op.inputs[op.attrs["bias"]]
-            bacc = self.column_access(bias, out, tile[-1], grid)
-            flags = (tuple(False for _ in range(R)), tuple([True] * (R - 1) + [False]))
+            bacc = self.column_access(op.inputs[op.attrs["bias"]], out, tile[-1], grid)
+            flags = (tuple(False for _ in range(R)), bcast_flags(op.inputs[op.attrs["bias"]].shape, out.shape))
             self.emit("add", [self.access(target, tile, range(R), grid), bacc], [self.access(out, tile, range(R), grid)],
                       grid, {"bcast": flags}, op)
 
@@ -397,12 +420,64 @@ class Expander:
         x = op.inputs[0]
         d = op.attrs["dim"]
         tile = list(self.tile_of(op, x.shape))
+        if isinstance(x.shape[d], int) and isinstance(tile[d], int) and tile[d] < x.shape[d]:
+            return self.tiled_topk(op, tile)
         tile[d] = x.shape[d]  # the sorted dim stays whole
         grid = self.grid_of(x.shape, tile)
         R = x.rank
         otile = [op.attrs["k"] if a == d else t for a, t in enumerate(tile)]
         outs = [self.access(v, otile, range(R), grid) for v in op.outputs]
         self.emit("topk", [self.access(x, tile, range(R), grid)], outs, grid, op.attrs, op)
+
+    def tiled_topk(self, op, tile):
+        """topk along a dim longer than its tile: each tile's sorted top-k candidates (indices
+        offset by the tile's start, an arange of tile starts) into a workspace, then merges of
+        groups of candidate lists, as many as fit a framework tile, until one list is left."""
+        x = op.inputs[0]
+        d, k, largest = op.attrs["dim"], op.attrs["k"], op.attrs["largest"]
+        R = x.rank
+        T = tile[d]
+        n = -(-x.shape[d] // T)
+        kc = min(k, T)
+        grid = self.grid_of(x.shape, tile)
+        starts = self.new_value(DT_INT32, (n,), (n,), f"{op.outputs[0].name}_tile_start")
+        self.emit("arange", [], [Access(starts, None, (n,), (0,), (None,), (n,))], (),
+                  {"start": 0, "step": T, "n": n, "dtype": DT_INT32}, op)
+        self.gm_results.add(starts.id)
+        nvalid = E.simplify_dim(E.ceildiv(x.valid_shape[d], T))
+
+        def lists(count, per, valid_count, name):
+            """Workspaces of ``count`` candidate lists of ``per`` along d (values, indices)."""
+            shape = tuple(count * per if a == d else s for a, s in enumerate(x.shape))
+            valid = tuple(E.simplify_dim(E.mul(valid_count, per)) if a == d else s
+                          for a, s in enumerate(x.valid_shape))
+            return [self.new_value(dt, shape, valid, f"{op.outputs[0].name}_{name}") for dt in (x.dtype, DT_INT32)]
+
+        cand = lists(n, kc, nvalid, "candidates")
+        ltile = [kc if a == d else t for a, t in enumerate(tile)]
+        self.emit("topk_partial", [self.access(x, tile, range(R), grid), self.access(starts, [1], [d], grid)],
+                  [self.access(v, ltile, range(R), grid) for v in cand], grid,
+                  {"k": kc, "dim": d, "largest": largest}, op)
+        rows = 1
+        for a, t in enumerate(tile):
+            rows *= t if a != d and isinstance(t, int) else 1
+        while True:
+            group = max(2, FRAMEWORK_TILE_BYTES // (rows * kc * (x.dtype.itemsize + 4)))
+            final = n <= group
+            group = n if final else group
+            groups = -(-n // group)
+            knext = k if final else min(k, group * kc)
+            mgrid = tuple(groups if a == d else g for a, g in enumerate(grid))
+            itile = [group * kc if a == d else t for a, t in enumerate(tile)]
+            otile = [knext if a == d else t for a, t in enumerate(tile)]
+            nvalid = E.simplify_dim(E.ceildiv(nvalid, group))
+            outs = list(op.outputs) if final else lists(groups, knext, nvalid, "merged")
+            self.emit("topk_merge", [self.access(v, itile, range(R), mgrid) for v in cand],
+                      [self.access(v, otile, range(R), mgrid) for v in outs], mgrid,
+                      {"k": knext, "dim": d, "largest": largest, "final": final}, op)
+            if final:
+                return
+            cand, n, kc = outs, groups, knext
 
     def concat(self, op):
         out = op.outputs[0]
@@ -416,9 +491,21 @@ class Expander:
     def whole(self, op):
         """An op applied to whole tensors in one tile (reshape, gather ...): GM to GM on one core."""
         ins = [self.access(v, v.shape, [None] * v.rank, ()) for v in op.inputs]
+        if op.kind in PAGED_GATHERS:
+            ins[0] = self.cache_from(op.inputs[0])
         outs = [self.access(v, v.shape, [None] * v.rank, ()) for v in op.outputs]
         core = "AIC" if REGISTRY[op.kind].kind == "cube" else "AIV"  # conv runs on the cube
         self.emit(op.kind, ins, outs, (), op.attrs, op, core=core)
+        self.gm_results.update(v.id for v in op.outputs)
+
+    def cache_from(self, v):
+        """The paged cache a gather reads through ``v``: every row of the storage from the view's
+        first row on (the hardware takes the view as the cache's base address; block tables
+        address rows past the view's own extent), the view's columns."""
+        storage, base, ext = self.resolve(v)
+        rows = E.simplify_dim(E.sub(storage.shape[0], base[0]))
+        valid = E.simplify_dim(E.sub(storage.valid_shape[0], base[0]))
+        return Access(storage, None, (rows, *v.shape[1:]), base, (None,) * v.rank, (valid, *ext[1:]))
 
     def last_dim_whole(self, op):
         """Tiles over the output's leading dims; every operand keeps its last dim whole (one_hot's

@@ -191,10 +191,20 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
             outs.append(local)
             if a.value.id in need_gm:
                 post.append(_op(new_id, "copy_out", (local,), (a.in_mem("GM"),), op))
-        for x in pre + [op.replace(inputs=tuple(ins), outputs=tuple(outs))] + post:
+        body = [op.replace(inputs=tuple(ins), outputs=tuple(outs))]
+        if op.kind == "clone" and len(pre) == 1 and _same_tile(pre[0].outputs[0], outs[0]):
+            # a clone of a tile loaded from GM is that load, into the clone's own buffer (upstream
+            # removes the register copy): one UB tile instead of two
+            pre, body = [], [pre[0].replace(outputs=(outs[0],))]
+        for x in pre + body + post:
             out.append(x)
             group_of[x.id] = groups.find(group_of.get(g, g))
     return out, {o.id: groups.find(group_of[o.id]) for o in out}
+
+
+def _same_tile(a, b) -> bool:
+    """Do two local accesses hold the same tile (shape, dtype, grid axes)?"""
+    return tuple(a.shape) == tuple(b.shape) and a.value.dtype is b.value.dtype and tuple(a.axis) == tuple(b.axis)
 
 
 def _op(new_id, kind, ins, outs, like: TileOp, attrs=None) -> TileOp:

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from .._lazy import torch
 from ..errors import KernelRuntimeError
 from ..ir import expr as E
-from ..ir.graph import Branch, Loop, iter_items
+from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
 from ..ops.registry import REGISTRY
 from .control import Stitcher, walk
 from .memory import Layout, Memory
@@ -133,6 +133,7 @@ class LoweredExecutor:
         self.last_stream = None
         self.last_memory = None
         self.reads_elements = _reads_elements(lowered)
+        self.symbol_defaults = dict.fromkeys(unbound_symbols(lowered.program), 0)
         self._plans: OrderedDict = OrderedDict()
         self._knobs = (object(), None, None, None)
 
@@ -186,7 +187,7 @@ class LoweredExecutor:
             raise KernelRuntimeError("internal: a program planned as not reading elements read one")
 
         stitcher = Stitcher(lowered, max_roots)
-        env = dict(env)
+        env = {**self.symbol_defaults, **env}
         returns = walk(lowered.control, env, stitcher, no_load)
         stitcher.flush(marker=False)
         tasks = stitcher.tasks
@@ -260,7 +261,7 @@ class LoweredExecutor:
                 pending.extend(self.tasks[before:])
 
         stitcher = ReadingStitcher(lowered, max_roots)
-        env = dict(env)
+        env = {**self.symbol_defaults, **env}
         returns = walk(lowered.control, env, stitcher, load)
         stitcher.flush(marker=False)
         drain()

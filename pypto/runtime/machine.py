@@ -23,6 +23,7 @@ def _vector_table():
     table.update({k: transcendental for k in ("exp", "log", "sqrt", "rsqrt", "reciprocal", "div", "sigmoid",
                                               "tanh")})
     table.update({"sum": (10, 64), "amax": (10, 64), "amin": (10, 64), "topk": (40, 16), "softmax": (50, 16)})
+    table.update({"topk_partial": (40, 16), "topk_merge": (40, 16)})  # a tiled topk: per-tile sorts, merges
     # issue 6: layout ops move data like transpose; indexing ops address element by element
     table.update({k: fast for k in ("permute", "tril", "triu", "interleave", "deinterleave", "arange", "one_hot",
                                     "quantize", "dequantize")})

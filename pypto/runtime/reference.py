@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import KernelRuntimeError, PyptoError
 from ..ir import expr as E
-from ..ir.graph import Branch, Loop, Op, Program, iter_ops
+from ..ir.graph import Branch, Loop, Op, Program, iter_ops, unbound_symbols
 from ..ops.registry import REGISTRY
 
 _HALF = ("torch.float16", "torch.bfloat16")  # compared by name: torch is imported lazily
@@ -30,6 +30,7 @@ class ReferenceExecutor:
                 written.add(op.inputs[d.writes_input].root.id)
         self.written_params = tuple(p.index for p in program.params if p.value.id in written)
         self._param_pos = {p.value.id: i for i, p in enumerate(program.params)}
+        self.symbol_defaults = dict.fromkeys(unbound_symbols(program), 0)  # user-named symbols read 0
 
     def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's ``tensors`` (in signature order) and dynamic sizes ``env``.
@@ -43,7 +44,8 @@ class ReferenceExecutor:
         for i, p in enumerate(params):
             if p.value.id in written:
                 work[i] = tensors[i].clone()
-        state = _State(self, {p.value.id: work[i] for i, p in enumerate(params)}, dict(env),
+        env = {**self.symbol_defaults, **env}
+        state = _State(self, {p.value.id: work[i] for i, p in enumerate(params)}, env,
                        {p.value.name: work[i] for i, p in enumerate(params)})
         returns = state.region(self.program.body)
         self.last_values = state.values  # value id -> its last runtime tensor (for pass verify)

@@ -217,7 +217,7 @@ def test_scatter_rejects():
 
 # ---- scatter_update --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", [FP32, FP16, BF16, I32, I16])
+@pytest.mark.parametrize("dtype", [FP32, FP16, BF16, I32, I16, I8])
 @pytest.mark.parametrize("idt", [I64, I32, I16])
 def test_scatter_update_2d(dtype, idt):
     cache, src = data((16, 8), dtype), data((6, 8), dtype, 2)
@@ -264,7 +264,7 @@ def test_scatter_update_rejects():
     check_raises(pypto.ShapeError, up, [c, index((2, 3), 16), s])  # b*s rows
     check_raises(pypto.ShapeError, up, [c, index((2, 2), 16), data((4, 7), FP32)])
     check_raises(pypto.ShapeError, up, [data((16,), FP32), index((2, 2), 16), data((4,), FP32)])
-    check_raises(pypto.DTypeError, up, [data((16, 8), I8), index((2, 2), 16), data((4, 8), I8)])
+    check_raises(pypto.DTypeError, up, [c, index((2, 2), 16), data((4, 8), FP16)])  # src dtype != input's
     check_raises(pypto.DTypeError, up, [c, index((2, 2), 16, I8), s])
     check_raises(pypto.KernelRuntimeError, up, [c, torch.tensor([[0, 1], [2, 16]]), s])
 

@@ -1,5 +1,5 @@
 """Golden tests of matmul: ranks 2-4 with batch broadcast, transposes, the out_dtype table,
-bias/scale epilogues, unaligned sizes and the ``@`` operator."""
+bias epilogues (the rest of extend_params: test_matmul_fixpipe.py), unaligned sizes and the ``@`` operator."""
 
 from __future__ import annotations
 
@@ -115,13 +115,6 @@ def test_matmul_bias(dtype, out, bias_shape):
              lambda x, y, c: ref_mm(x, y) + c.float().reshape(-1), out_dtype=out)
 
 
-@pytest.mark.parametrize("dtype,out", [(FP32, FP32), (FP16, FP16), (BF16, FP32)], ids=str)
-def test_matmul_scale(dtype, out):
-    a, b = operand((7, 12), dtype, 1), operand((12, 5), dtype, 2)
-    check_op(lambda x, y: pypto.matmul(x, y, PT[out], extend_params={"scale": 0.25}), [a, b],
-             lambda x, y: ref_mm(x, y) * 0.25, out_dtype=out)
-
-
 def test_matmul_tiled_rows_with_tail():
     """Row tiles of a DYNAMIC M (37 = 2 x 16 + 5) against a whole B."""
     a, b = operand((37, 20), FP32, 1), operand((20, 6), FP32, 2)
@@ -181,8 +174,11 @@ def test_fixpipe_relu_and_per_tensor_scale():
              [a, b, bias], lambda x, y, c: torch.relu(ref_mm(x, y) + c), out_dtype=FP32)
     s = 0.3  # not a 10-bit mantissa: the fixpipe uses 0.2998046875
     assert masked(s).item() != s
-    check_op(lambda x, y: pypto.matmul(x, y, pypto.DT_FP32, extend_params={"scale": -s, "relu_type": relu}),
-             [a, b], lambda x, y: torch.relu(ref_mm(x, y) * masked(-s)), out_dtype=FP32)
+    i, j = operand((7, 12), I8, 4), operand((12, 5), I8, 5)  # a scale only (de)quantises (upstream's tables 4, 5)
+    check_op(lambda x, y: pypto.matmul(x, y, pypto.DT_FP16, extend_params={"scale": -s, "relu_type": relu}),
+             [i, j], lambda x, y: torch.relu(ref_mm(x, y).float()).mul(masked(-s)).half(), out_dtype=FP16)
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_FP32, extend_params={"scale": s}),
+                 [a, b])  # fp16 -> fp32 neither quantises nor dequantises
 
 
 def test_fixpipe_int8_dequantises_to_fp16_per_tensor_and_per_channel():
@@ -267,12 +263,12 @@ def test_fixpipe_rejects():
 
 def test_fixpipe_scale_is_refused_with_split_k():
     @pypto.jit
-    def split(a: pypto.Tensor([16, 512], pypto.DT_FP16), b: pypto.Tensor([512, 16], pypto.DT_FP16)):
+    def split(a: pypto.Tensor([16, 512], pypto.DT_INT8), b: pypto.Tensor([512, 16], pypto.DT_INT8)):
         pypto.set_cube_tile_shapes([16, 16], [64, 128], [16, 16], enable_split_k=True)
-        return pypto.matmul(a, b, pypto.DT_FP32, extend_params={"scale": 2.0})
+        return pypto.matmul(a, b, pypto.DT_FP16, extend_params={"scale": 2.0})
 
-    with pytest.raises(pypto.ShapeError, match="enable_split_k"):
-        split(rand((16, 512), FP16), rand((512, 16), FP16))
+    with pytest.raises(pypto.PyptoError, match="split-K|enable_split_k"):
+        split(rand((16, 512), I8), rand((512, 16), I8))
 
 
 def tf32(x, away):
@@ -306,7 +302,7 @@ def test_trans_mode_rounds_fp32_operands_to_tf32(mode):
 def test_matmul_relu_type(dtype, out, with_bias):
     """RELU zeroes the negative results after the bias; NO_RELU changes nothing."""
     a, b = operand((7, 12), dtype, 1), operand((12, 5), dtype, 2)
-    bias = rand((1, 5), I32 if dtype == I8 else dtype, lo=-4, hi=4, seed=3)
+    bias = rand((1, 5), I32 if dtype == I8 else FP32 if dtype == BF16 else dtype, lo=-4, hi=4, seed=3)
     if with_bias:
         def body(x, y, c, relu):
             return pypto.matmul(x, y, PT[out], extend_params={"bias_tensor": c, "relu_type": relu})
@@ -329,12 +325,12 @@ def test_matmul_relu_type(dtype, out, with_bias):
 
 def test_matmul_relu_then_scale_on_tiles():
     """Tiled rows with a tail: bias, then ReLU, then the scale, on every tile."""
-    a, b = operand((37, 20), FP32, 1), operand((20, 6), FP32, 2)
-    c = rand((6,), FP32, lo=-2, hi=2, seed=3)
-    check_op(lambda x, y, z: pypto.matmul(x, y, extend_params={"bias_tensor": z, "relu_type": pypto.ReLuType.RELU,
-                                                                  "scale": 0.5}),
-             [a, b, c], lambda x, y, z: torch.relu(ref_mm(x, y) + z) * 0.5, mode="tiled",
-             tile_inputs=[True, False, False])
+    a, b = operand((37, 20), I8, 1), operand((20, 6), I8, 2)
+    c = rand((6,), I32, lo=-200, hi=200, seed=3)
+    check_op(lambda x, y, z: pypto.matmul(x, y, pypto.DT_FP16, extend_params={
+                 "bias_tensor": z, "relu_type": pypto.ReLuType.RELU, "scale": 0.5}),
+             [a, b, c], lambda x, y, z: (torch.relu(ref_mm(x, y) + z).float() * 0.5).half(), mode="tiled",
+             tile_inputs=[True, False, False], out_dtype=FP16)
 
 
 def _tf32(x, mode):
@@ -395,10 +391,10 @@ def test_matmul_scale_keeps_19_bits():
 
     assert scale_as_applied(0.25) == 0.25
     assert scale_as_applied(1 + 2.0 ** -10 + 2.0 ** -12) == 1 + 2.0 ** -10
-    a, b = operand((4, 8), FP32, 1), operand((8, 3), FP32, 2)
+    a, b = operand((4, 8), I8, 1), operand((8, 3), I8, 2)
     s = 1 + 2.0 ** -10 + 2.0 ** -12
-    check_op(lambda x, y: pypto.matmul(x, y, extend_params={"scale": s}), [a, b],
-             lambda x, y: ref_mm(x, y) * (1 + 2.0 ** -10))
+    check_op(lambda x, y: pypto.matmul(x, y, pypto.DT_FP16, extend_params={"scale": s}), [a, b],
+             lambda x, y: (ref_mm(x, y).float() * (1 + 2.0 ** -10)).half(), out_dtype=FP16)
 
 
 def test_matmul_epilogue_rejects():
@@ -418,5 +414,5 @@ def test_matmul_relu_refuses_split_k():
         pypto.set_cube_tile_shapes([8, 8], [8, 16], [8, 8], enable_split_k=True)
         return pypto.matmul(a, b, extend_params={"relu_type": pypto.ReLuType.RELU})
 
-    with pytest.raises(pypto.ShapeError, match="enable_split_k"):
+    with pytest.raises(pypto.PyptoError, match="split-K|enable_split_k"):
         relu_split(rand((8, 64)), rand((64, 8)))

@@ -260,7 +260,7 @@ def test_gather_in_ub_upstream_example():
              lambda p, i, t: p[[0, 2, 5]])
 
 
-@pytest.mark.parametrize("dtype", [FP32, FP16])
+@pytest.mark.parametrize("dtype", [FP32, FP16, BF16])
 def test_gather_in_ub_paged(dtype):
     param, table = data((16, 8), dtype), torch.tensor([[3, 1, 0, 2]], dtype=I32)
     idx = torch.tensor([[15, 0, 7, 4, 9]], dtype=I32)
@@ -285,7 +285,7 @@ def test_gather_in_rejects():
     ub = lambda p, i, t: pypto.experimental.gather_in_ub(p, i, t, 2)  # noqa: E731
     l1 = lambda p, i, t: pypto.experimental.gather_in_l1(p, i, t, 2, 4, False, False)  # noqa: E731
     table = torch.tensor([[0, 1]], dtype=I32)
-    check_raises(pypto.DTypeError, ub, [data((4, 4), BF16), torch.tensor([[0]], dtype=I32), table])
+    check_raises(pypto.DTypeError, ub, [data((4, 4), I32), torch.tensor([[0]], dtype=I32), table])
     check_raises(pypto.DTypeError, ub, [data((4, 4), FP32), torch.tensor([[0]], dtype=I64), table])
     check_raises(pypto.DTypeError, l1, [data((4, 4), I32), torch.tensor([[0]], dtype=I32), table])
     check_raises(pypto.DTypeError, l1, [data((4, 4), FP32), torch.tensor([[0]]), table.to(I64)])
@@ -298,3 +298,19 @@ def test_gather_in_rejects():
     check_raises(pypto.KernelRuntimeError, ub, [data((4, 4), FP32), torch.tensor([[4]], dtype=I32), table])
     check_raises(pypto.KernelRuntimeError, ub, [data((4, 4), FP32), torch.tensor([[1]], dtype=I32),
                                                 torch.tensor([[2, 0]], dtype=I32)])  # physical row 5
+
+
+@pypto.jit
+def gather_through_a_view(cache: pypto.Tensor([64, 8], pypto.DT_BF16), idx: pypto.Tensor([1, 6], pypto.DT_INT32),
+                          table: pypto.Tensor([1, 16], pypto.DT_INT32), out: pypto.Tensor([6, 8], pypto.DT_BF16)):
+    pypto.set_vec_tile_shapes(8, 8)
+    first_rows = pypto.view(cache, [8, 8], [4, 0])  # as upstream's kernels pass it: the cache's base
+    out[:] = pypto.experimental.gather_in_ub(first_rows, idx, table, 4)
+
+
+def test_gather_in_ub_reads_the_cache_past_the_view_of_its_base():
+    cache = data((64, 8), BF16)
+    table = torch.tensor([[14, 0, 3, 9, 1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 13, 0]], dtype=I32)
+    idx = torch.tensor([[0, 5, 2, 13, 7, 11]], dtype=I32)
+    want = _paged(cache[4:], idx, table, 4)  # rows from the view's first row: 14 * 4 + 0 + 4 = 60 < 64
+    check_kernel(gather_through_a_view, [cache, idx, table, torch.zeros(6, 8, dtype=BF16)], want, out=3)

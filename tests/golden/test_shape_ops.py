@@ -142,6 +142,15 @@ def test_full_defaults_and_bool():
     check_op(lambda: pypto.full([2, 3], True, pypto.DT_BOOL), [], lambda: torch.ones(2, 3, dtype=BOOL))
 
 
+@pytest.mark.parametrize("dtype", [FP32, FP16, BF16])
+def test_full_rounds_the_value_to_the_dtype_and_saturates_to_infinity(dtype):
+    import sys
+    big = sys.float_info.max  # beyond every device float: the fill is an infinity (upstream's -max padding)
+    check_op(lambda: pypto.full([2, 3], -big, PT[dtype]), [], lambda: torch.full((2, 3), float("-inf"), dtype=dtype))
+    check_op(lambda: pypto.full([2, 3], 1e300, PT[dtype]), [], lambda: torch.full((2, 3), float("inf"), dtype=dtype))
+    check_op(lambda: pypto.full([2], 0.1, PT[dtype]), [], lambda: torch.full((2,), 0.1, dtype=torch.float64).to(dtype))
+
+
 def test_full_combines_with_inputs():
     x = data((4, 6), FP32)
     check_op(lambda t: t + pypto.full([4, 6], 2.5, pypto.DT_FP32), [x], lambda t: t + 2.5)
@@ -307,6 +316,61 @@ def test_topk(dtype, shape, k, dim, largest):
 def test_topk_tiled_rows_with_tail_and_method():
     x = distinct((37, 12), FP32, seed=1)
     check_op(lambda t: t.topk(4), [x], lambda t: torch.topk(t, 4), out_dtype=(None, I32), mode="tiled")
+
+
+def stable_topk(t, k, dim=-1, largest=True):
+    """torch's top-k with ties in index order (pypto's sorts are stable)."""
+    order = torch.sort(t, dim=dim, descending=largest, stable=True).indices.narrow(dim, 0, k)
+    return torch.gather(t, dim, order), order
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("n,tile,k", [(1000, 128, 10), (1000, 128, 200), (1000, 128, 1000), (65536, 4096, 1024)],
+                         ids=str)
+def test_topk_along_a_dim_longer_than_its_tile_merges_the_tiles_candidates(n, tile, k, largest):
+    """The sorted dim is tiled: per-tile candidates, merged in groups (two merge levels for the
+    last case), indices global; ties (rounded values) come out lowest index first."""
+    x = torch.round(rand((3, n), FP32, seed=n) * 40) / 4
+
+    def body(t):
+        pypto.set_vec_tile_shapes(1, tile)
+        return pypto.topk(t, k, -1, largest)
+
+    vals, idx = check_op(body, [x], lambda t: stable_topk(t, k, -1, largest), out_dtype=(None, I32))
+    assert torch.equal(torch.gather(x, 1, idx.long()), vals)
+
+
+@pypto.jit
+def topk_of_valid_prefix(x: pypto.Tensor([2, 3000], pypto.DT_BF16), n: pypto.Tensor([1], pypto.DT_INT32),
+                         vals: pypto.Tensor([2, 64], pypto.DT_BF16), idx: pypto.Tensor([2, 64], pypto.DT_INT32)):
+    pypto.set_vec_tile_shapes(2, 256)
+    valid = n[0]
+    v, i = pypto.topk(pypto.view(x, [2, 3000], [0, 0], valid_shape=[2, valid]), 64, -1, True)
+    vals[:] = v
+    idx[:] = i
+
+
+def valid_prefix_case(valid):
+    x = distinct((2, 3000), BF16, seed=valid)
+    x[:, valid:] = 1e4  # would win if read
+    want_v, want_i = stable_topk(x[:, :valid].float(), min(64, valid))
+    return x, torch.tensor([valid], dtype=I32), want_v.to(BF16), want_i.to(I32)
+
+
+@pytest.mark.parametrize("valid", [3000, 1500, 257, 64])
+def test_tiled_topk_reads_only_the_valid_part(valid):
+    """Candidates past the valid extent never take part."""
+    x, n, want_v, want_i = valid_prefix_case(valid)
+    vals, idx = torch.zeros(2, 64, dtype=BF16), torch.zeros(2, 64, dtype=I32)
+    check_kernel(topk_of_valid_prefix, [x, n, vals, idx], (want_v, want_i), out=[2, 3])
+
+
+def test_tiled_topk_of_fewer_valid_entries_than_k_gives_that_many():
+    x, n, want_v, want_i = valid_prefix_case(20)
+    vals, idx = torch.zeros(2, 64, dtype=BF16), torch.full((2, 64), -7, dtype=I32)
+    topk_of_valid_prefix(x, n, vals, idx)
+    assert torch.equal(vals[:, :20], want_v) and torch.equal(idx[:, :20], want_i)
+    assert (idx[:, 20:] == -7).all()  # not written, as an untiled topk clips k to the valid size
 
 
 def test_topk_rejects():

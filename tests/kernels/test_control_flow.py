@@ -472,6 +472,31 @@ def test_unroll_list_hint_keeps_begin_and_end_per_iteration():
         _exact(out, want)
 
 
+def test_loop_with_unroll_list_is_a_hint_over_one_step_bodies():
+    # pypto.loop's unroll_list only lets the device batch iterations: the index still advances by
+    # one step per body (loop_unroll is the form whose body handles `factor` steps).
+    @pypto.frontend.jit
+    def via_loop(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
+        for i in pypto.loop(x.shape[0], unroll_list=[4, 2]):
+            out[i:i + 1, :] = x[i:i + 1, :] * 2.0 + i
+
+    for rows in (1, 6, 7):
+        x = _rand(rows, 8, seed=rows)
+        out = torch.zeros_like(x)
+        via_loop(x, out)
+        _exact(out, x * 2.0 + torch.arange(rows, dtype=torch.float32)[:, None])
+
+
+def test_loop_rejects_a_bad_unroll_list():
+    with pytest.raises(pypto.PyptoError, match="unroll_list"):
+        @pypto.frontend.jit
+        def bad(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
+            for i in pypto.loop(x.shape[0], unroll_list=[0]):
+                out[i:i + 1, :] = x[i:i + 1, :]
+
+        bad(_rand(2, 8), torch.zeros(2, 8))
+
+
 def test_loop_unroll_with_is_loop_end():
     @pypto.frontend.jit
     def mark_last(x: pypto.Tensor([D, 4], FP32), out: pypto.Tensor([D, 4], FP32)):
@@ -533,3 +558,28 @@ def test_break_and_continue_in_compile_time_loops():
             want[i] = x[i] * 2.0
         _exact(out, want)
         _exact(got, want)
+
+
+@pypto.jit
+def flag_set_in_a_branch(x: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 8],
+                                                                                                pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(1, 8)
+    flag = pypto.SymbolicScalar(0)
+    for i in pypto.loop(x.shape[0]):
+        if i > 100:
+            out[i:i + 1, :] = x[i:i + 1, :]
+        else:
+            flag = pypto.SymbolicScalar("flag") + 1  # a symbol nothing binds: it reads 0 on the device
+            out[i:i + 1, :] = x[i:i + 1, :] * 2.0
+    if flag > 0:
+        out[0:1, :] = x[0:1, :] * 0.0
+
+
+def test_a_symbol_nothing_binds_reads_zero():
+    """As upstream's device symbol table starts zeroed: SymbolicScalar("flag") + 1 is 1 at run time."""
+    x = torch.randn(4, 8)
+    out = torch.zeros(4, 8)
+    flag_set_in_a_branch(x, out)
+    want = x * 2.0
+    want[0] = 0.0
+    torch.testing.assert_close(out, want)

@@ -245,3 +245,23 @@ with torch_npu.profiler.profile(activities=[torch_npu.profiler.ProfilerActivity.
     prof.step()
 assert not os.path.exists("prof") and prof.step_num == 1
 """)
+
+
+def test_npu_trans_quant_param_packs_masked_fp32_scales_in_int64():
+    import torch
+
+    from pypto.emulate.torch_npu.quant import npu_trans_quant_param
+
+    scales = torch.tensor([[1.0, 0.5, 1 + 2 ** -11, -3.25]])
+    packed = npu_trans_quant_param(scales)
+    assert packed.dtype == torch.int64 and packed.shape == (1, 4)
+    # the low 32 bits are the float32 bits, the 13 lowest mantissa bits cleared (1 + 2**-11 -> 1.0)
+    assert torch.equal(packed.to(torch.int32).view(torch.float32), torch.tensor([[1.0, 0.5, 1.0, -3.25]]))
+    assert (packed >= 0).all() and (packed < 2 ** 32).all()
+    assert npu_trans_quant_param(torch.tensor([2.0])).shape == (1,)
+    with pytest.raises(TypeError):
+        npu_trans_quant_param(torch.tensor([1.0], dtype=torch.float16))
+    with pytest.raises(ValueError):
+        npu_trans_quant_param(torch.ones(2, 3))
+    with pytest.raises(NotImplementedError):
+        npu_trans_quant_param(torch.ones(3), torch.zeros(3))

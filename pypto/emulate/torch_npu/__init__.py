@@ -15,6 +15,7 @@ import torch
 
 from . import npu  # noqa: F401 - torch_npu.npu
 from . import profiler  # noqa: F401 - torch_npu.profiler (records nothing)
+from .quant import npu_trans_quant_param  # noqa: F401
 
 __version__ = "0.0.0+pypto.emulate"
 
@@ -61,16 +62,3 @@ def npu_dtype_cast(tensor: torch.Tensor, dtype: torch.dtype, input_dtype=None) -
         raise TypeError(f"torch_npu.npu_dtype_cast (emulated): only torch dtypes are supported, "
                         f"got dtype={dtype!r}, input_dtype={input_dtype!r}")
     return tensor.to(dtype)
-
-
-def npu_trans_quant_param(scale: torch.Tensor, offset=None) -> torch.Tensor:
-    """fp32 quantisation scales as the int64 parameters a matmul's ``scale_tensor`` takes: each
-    scale's fp32 bits, mantissa cut to 10 bits (what the fixpipe uses), in the low 32 bits."""
-    if offset is not None:
-        raise TypeError("torch_npu.npu_trans_quant_param (emulated): 'offset' is not supported, got "
-                        f"{type(offset).__name__}")
-    if not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32:
-        raise TypeError("torch_npu.npu_trans_quant_param (emulated): 'scale' must be a float32 tensor, got "
-                        f"{getattr(scale, 'dtype', type(scale).__name__)}")
-    bits = scale.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
-    return bits & 0xFFFFE000
