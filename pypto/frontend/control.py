@@ -36,15 +36,16 @@ def loop(*args, name: str | None = None, idx_name: str | None = None, unroll_lis
          submit_before_loop: bool = False, parallel: bool = False):
     """A runtime loop: ``for i in pypto.loop(stop)`` or ``pypto.loop(start, stop, step)``.
 
-    Bounds may be symbolic; the index is a SymbolicScalar. With ``unroll_list`` it behaves as
-    `loop_unroll` and yields ``(index, factor)``.
+    Bounds may be symbolic; the index is a SymbolicScalar. ``unroll_list`` is a scheduling hint:
+    the device may replicate the body to run several iterations per dispatch, but the body still
+    handles one step per index, so the numbers are those of the plain loop (unlike `loop_unroll`,
+    whose body handles ``factor`` steps).
     """
     loc = user_loc(2)
     tracer = require("pypto.loop")
     start, stop, step = _bounds(args, loc)
     if unroll_list is not None:
-        return _trace(tracer, loc, start, stop, step, _factors(unroll_list, loc), True, name, idx_name,
-                      submit_before_loop, parallel)
+        _factors(unroll_list, loc)  # validated like loop_unroll's, then only a hint
     return _trace(tracer, loc, start, stop, step, (1,), False, name, idx_name, submit_before_loop, parallel)
 
 

@@ -415,18 +415,29 @@ def test_loop_unroll_one_compile_three_bodies():
     assert views_per_body == [4, 2, 1]
 
 
-def test_loop_with_unroll_list_keyword():
+def test_loop_with_unroll_list_is_a_hint_over_one_step_bodies():
+    # pypto.loop's unroll_list only lets the device batch iterations: the index still advances by
+    # one step per body (loop_unroll is the form whose body handles `factor` steps).
     @pypto.frontend.jit
     def via_loop(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
-        for i, f in pypto.loop(x.shape[0], unroll_list=[4]):
-            for k in range(f):
-                out[i + k:i + k + 1, :] = x[i + k:i + k + 1, :] + float(f)
+        for i in pypto.loop(x.shape[0], unroll_list=[4, 2]):
+            out[i:i + 1, :] = x[i:i + 1, :] * 2.0 + i
 
-    x = _rand(7, 8)
-    out = torch.zeros_like(x)
-    via_loop(x, out)
-    want = x + torch.tensor([4.0] * 4 + [1.0] * 3)[:, None]
-    _exact(out, want)
+    for rows in (1, 6, 7):
+        x = _rand(rows, 8, seed=rows)
+        out = torch.zeros_like(x)
+        via_loop(x, out)
+        _exact(out, x * 2.0 + torch.arange(rows, dtype=torch.float32)[:, None])
+
+
+def test_loop_rejects_a_bad_unroll_list():
+    with pytest.raises(pypto.PyptoError, match="unroll_list"):
+        @pypto.frontend.jit
+        def bad(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
+            for i in pypto.loop(x.shape[0], unroll_list=[0]):
+                out[i:i + 1, :] = x[i:i + 1, :]
+
+        bad(_rand(2, 8), torch.zeros(2, 8))
 
 
 def test_loop_unroll_with_is_loop_end():
