@@ -147,6 +147,10 @@ class Tracer:
         self._loop_count = 0
         self._names: dict[str, int] = {}
         self.host_bindings: list = []  # declared tensors made handles by .move() while tracing
+        # pypto.reshape outputs (value id -> inplace?), and for the in-place ones the value whose
+        # storage they share (writes into them are written back: ops/shape.py write_back)
+        self.reshapes: dict[int, bool] = {}
+        self.inplace_reshapes: dict = {}
 
     # ---- activation ----------------------------------------------------------------------------
     def __enter__(self):

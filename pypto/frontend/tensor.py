@@ -245,7 +245,8 @@ class Tensor:
             raise KernelSyntaxError("Tensor.move needs a tensor", expected="a pypto Tensor",
                                     got=type(other).__name__, loc=user_loc(2))
         if not _is_empty_handle(self) and self._value.kind == "param":
-            _ops().assemble(_fit_rank(other, self), [0] * self.dim, self)
+            if not _holds_storage_of(other, self):
+                _ops().assemble(_moved_into(other, self), [0] * self.dim, self)
         else:
             _value_slot.__set__(self, other._value)
         return self
@@ -334,6 +335,47 @@ def _fit_rank(src, dst: Tensor):
         if a is not None and a == b:
             return _ops().reshape(src, list(dst._value.shape))
     return src
+
+
+def _holds_storage_of(src: Tensor, param: Tensor) -> bool:
+    """Whether ``src`` is ``param``'s whole storage already (the argument reshaped in place and
+    updated in place, say): moving it back rebinds the handle and copies nothing."""
+    from ..ops.common import dims_equal
+    from .builder import current
+
+    tracer = current()
+    v = src._value
+    while v is not param._value:
+        if v.base is None or tracer.reshapes.get(v.id) is False:  # a plain reshape is a copy
+            return False
+        v = v.base
+    return dims_equal(_element_count(src._value.shape), _element_count(param._value.shape))
+
+
+def _moved_into(src: Tensor, dst: Tensor) -> Tensor:
+    """``src`` in ``dst``'s shape for a move into a kernel argument. Upstream's move rebinds the
+    argument to ``src``'s storage, so a source of another rank holding the same number of
+    elements (the argument reshaped in place, updated, moved back) lands in row-major order."""
+    from ..ops.common import dims_equal
+
+    src = _fit_rank(src, dst)
+    if src.dim != dst.dim:
+        n_src, n_dst = _element_count(src._value.shape), _element_count(dst._value.shape)
+        if dims_equal(n_src, n_dst):  # symbols of different arguments may agree at run time
+            return _ops().reshape(src, list(dst._value.shape))
+        raise ShapeError("Tensor.move: the moved tensor must hold as many elements as the kernel "
+                         "argument it is moved into",
+                         expected=f"{E.render_dims(dst._value.shape)} ({E.render(n_dst)} elements)",
+                         got=f"{E.render_dims(src._value.shape)} ({E.render(n_src)} elements)",
+                         loc=user_loc(3))
+    return src
+
+
+def _element_count(shape):
+    n = 1
+    for d in shape:
+        n = E.simplify_dim(E.mul(n, d)) if isinstance(d, E.Expr) or isinstance(n, E.Expr) else n * d
+    return n
 
 
 def _squeezed(shape) -> tuple | None:

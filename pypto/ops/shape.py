@@ -9,6 +9,7 @@ from .._lazy import torch
 
 from ..dtypes import DT_INT32, DT_INT64
 from ..errors import DTypeError, KernelRuntimeError, KernelSyntaxError, ShapeError
+from ..frontend.builder import require
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
@@ -104,7 +105,37 @@ def assemble(src, offsets, dst=None, parallel=False):
             raise ShapeError(f"pypto.assemble: 'src' does not fit into 'dst' in dim {d}",
                              expected=f"offset + size <= {full}", got=f"{o} + {s}", param="offsets",
                              loc=loc())
-    return emit_inplace("assemble", [src, dst], dst, {"offsets": offs, "parallel": bool(parallel)})
+    emit_inplace("assemble", [src, dst], dst, {"offsets": offs, "parallel": bool(parallel)})
+    write_back(dst)
+    return dst
+
+
+def write_back(dst: Tensor) -> None:
+    """After a write into ``dst``: carry it into the tensors whose storage ``dst`` shares through
+    an in-place reshape. Upstream gives ``reshape(x, ..., inplace=True)`` no memory of its own, so
+    a write into it is a write into ``x``; here the reshape is a copy (a tile of a reshaped tensor
+    is no rectangle of ``x``), and the written copy goes back into ``x`` whole, GM to GM."""
+    tracer = require("pypto.assemble")
+    v = dst._value
+    while v is not None:
+        storage = tracer.inplace_reshapes.get(v.id)
+        if storage is not None:
+            target = Tensor._wrap(storage)
+            emit_inplace("write_back", [Tensor._wrap(v), target], target)
+            write_back(target)  # which may in turn share storage further up
+            return
+        v = v.base
+
+
+@register("write_back", kind="move", writes_input=1)
+def _write_back(ins, attrs, ev):
+    """The elements of an in-place reshape, in row-major order, over the tensor it reshapes."""
+    src, dst = ins
+    out = dst.clone(memory_format=torch.contiguous_format)
+    flat, values = out.view(-1), src.reshape(-1)
+    n = min(flat.numel(), values.numel())
+    flat[:n] = values[:n]
+    return out
 
 
 @register("assemble", kind="move", writes_input=1)
@@ -152,8 +183,12 @@ def reshape(input, shape, *, valid_shape=None, inplace=False):
                          expected=f"{old_n} elements ({E.render_dims(v.shape)})",
                          got=f"{new_n} elements ({E.render_dims(new)})", param="shape", loc=loc())
     valid = shape_list(valid_shape, "reshape", "valid_shape") if valid_shape is not None else None
-    return emit("reshape", [input], [(input.dtype, new, valid or _reshaped_valid(v, new), v)],
-                {"shape": new, "valid": valid})
+    out = emit("reshape", [input], [(input.dtype, new, valid or _reshaped_valid(v, new), v)],
+               {"shape": new, "valid": valid})
+    require("pypto.reshape").reshapes[out._value.id] = bool(inplace)
+    if inplace:
+        require("pypto.reshape").inplace_reshapes[out._value.id] = v
+    return out
 
 
 def _reshaped_valid(v, new):

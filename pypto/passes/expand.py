@@ -45,6 +45,7 @@ WHOLE |= {"pack", "unpack"}  # pypto/ops/pack.py: bytes cross element boundaries
 WHOLE |= {"conv"}  # pypto/ops/cube.py: one AIC task over whole tensors (im2col tiling is not modelled)
 DIM_WHOLE = {"argmax", "argmin", "var", "cumsum", "cumprod", "argsort", "online_softmax", "online_softmax_update"}
 WHOLE |= {"index_put", "fillpad", "gather_in_ub", "gather_in_l1"}  # pypto/ops/more_indexing.py
+WHOLE |= {"write_back"}  # pypto/ops/shape.py: an in-place reshape's data back into its tensor
 LAST_DIM_WHOLE |= {"gathermask"}  # pypto/ops/more_indexing.py: the masked last dim stays whole
 
 

@@ -19,7 +19,7 @@ def _vector_table():
     transcendental = (12, 32)
     table = {k: fast for k in ("add", "sub", "mul", "maximum", "minimum", "neg", "abs", "relu", "eq", "ne", "gt",
                                 "ge", "lt", "le", "where", "clip", "cast", "clone", "full", "tensor",
-                                "expand_clone", "transpose", "reshape")}
+                                "expand_clone", "transpose", "reshape", "write_back")}
     table.update({k: transcendental for k in ("exp", "log", "sqrt", "rsqrt", "reciprocal", "div", "sigmoid",
                                               "tanh")})
     table.update({"sum": (10, 64), "amax": (10, 64), "amin": (10, 64), "topk": (40, 16), "softmax": (50, 16)})
