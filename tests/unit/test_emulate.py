@@ -113,6 +113,29 @@ torch.testing.assert_close(torch.ops.emulate_demo.twice(x), x * 2)
 """)
 
 
+def test_a_format_cast_tensor_reports_the_npu_and_its_format(tmp_path):
+    # scripts look at a tensor's storage format only once it is on the NPU (device.type "npu")
+    run(tmp_path, KERNEL + """
+import torch, torch_npu
+
+w = torch.randn(17, 32, device="npu")
+assert w.device.type == "cpu" and torch_npu.get_npu_format(w) == torch_npu.Format.ND
+nz = torch_npu.npu_format_cast(w, 29)
+assert nz.device == torch.device("npu", 0) and nz.device.type == "npu" and nz.is_npu and not w.is_npu
+assert torch_npu.get_npu_format(nz) == 29 == torch_npu.Format.FRACTAL_NZ and nz.is_contiguous()
+assert nz.data_ptr() == w.data_ptr() and torch.equal(nz, w)  # an alias in the logical layout
+for derived in (nz.cpu(), nz + 1, nz.to(torch.float16), nz[0], nz.reshape(-1), torch.split(nz, 8)[0]):
+    assert derived.device.type == "cpu" and torch_npu.get_npu_format(derived) == torch_npu.Format.ND
+assert nz.mul_(2) is nz and torch.equal(w, nz)  # an in-place op returns the tensor itself
+out = torch.empty(17, 32, device="npu")
+scale_add(nz, nz, out)  # kernels take it like any CPU tensor
+torch.testing.assert_close(out, w * 3.0)
+m = torch.zeros(4, 4, device="npu")
+assert torch_npu.npu_format_cast_(m, 29) is m and m.device.type == "npu" and torch_npu.get_npu_format(m) == 29
+assert "format 29" in repr(nz)
+""")
+
+
 def test_install_is_explicit_idempotent_and_runs_modules(tmp_path):
     (tmp_path / "mod_under_test.py").write_text(textwrap.dedent("""
         import sys, torch

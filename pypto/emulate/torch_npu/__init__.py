@@ -13,6 +13,7 @@ import enum
 import torch
 
 from . import npu  # noqa: F401 - torch_npu.npu
+from .formats import NpuFormatTensor, formatted
 
 __version__ = "0.0.0+pypto.emulate"
 
@@ -36,15 +37,17 @@ class Format(enum.IntEnum):
 
 
 def npu_format_cast(tensor: torch.Tensor, acl_format) -> torch.Tensor:
-    """The tensor in another storage format: the same numbers (an alias) tagged with the format."""
-    fmt = Format(int(acl_format))
-    out = tensor.view(tensor.shape)
-    out._pypto_npu_format = fmt
-    return out
+    """The tensor in another storage format: the same numbers (an alias) tagged with the format,
+    reporting the NPU as its device (see :mod:`.formats`)."""
+    return formatted(tensor, Format(int(acl_format)))
 
 
 def npu_format_cast_(tensor: torch.Tensor, acl_format) -> torch.Tensor:
-    tensor._pypto_npu_format = Format(int(acl_format))
+    """`npu_format_cast` in place: ``tensor`` itself becomes the formatted tensor."""
+    fmt = Format(int(acl_format))
+    if type(tensor) is torch.Tensor:
+        tensor.__class__ = NpuFormatTensor
+    tensor._pypto_npu_format = fmt
     return tensor
 
 
