@@ -4,7 +4,8 @@ The tile shape is the one recorded on the op (``set_vec_tile_shapes`` / ``set_cu
 or a default sized for the vector buffer. Views fold into operand addressing; tails are the
 clipped valid extents of edge tiles; broadcast operands read one tile along broadcast dims; a
 reduction whose dim spans several tiles becomes a partial reduction per tile into a GM
-workspace plus a combining reduction; matmul becomes one AIC op per output tile.
+workspace plus a combining reduction; matmul becomes one AIC op per output tile. Tiles the
+framework picks by itself (a copy of a GM result, a split-K combine) are cut to fit UB.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from ..ir.tile import Access, TileOp
 from ..ops.registry import REGISTRY
 
 DEFAULT_TILE_ELEMENTS = 16384  # 64 KB of fp32: a third of UB, leaving room for double buffering
+# what a tile the framework chooses by itself (a copy's, a split-K combine's) may hold in UB
+FRAMEWORK_TILE_BYTES = DEFAULT_TILE_ELEMENTS * 4
 ELEMENTWISE = {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "gt", "ge", "lt", "le", "neg", "abs",
                "relu", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sigmoid", "tanh", "clip", "where", "cast",
                "clone", "full", "tensor", "expand_clone"}
@@ -71,6 +74,22 @@ def default_tile(shape) -> tuple:
     return tuple(tile)
 
 
+def fit_tile(tile, itemsize: int, budget: int = FRAMEWORK_TILE_BYTES) -> tuple:
+    """``tile`` with its leading dims cut down until it holds at most ``budget`` bytes (the last
+    dim is cut only when one row alone is too big). Symbolic sizes are left alone."""
+    tile = list(tile)
+    for d in range(len(tile)):
+        if any(not isinstance(t, int) for t in tile):
+            break
+        rest = itemsize
+        for t in tile[d + 1:]:
+            rest *= t
+        if rest * tile[d] <= budget:
+            break
+        tile[d] = max(1, budget // rest)
+    return tuple(tile)
+
+
 class Expander:
     """Builds the tile ops of one segment. ``views`` maps a view's value id to its view op."""
 
@@ -80,6 +99,7 @@ class Expander:
         self.new_value = new_value
         self.ops: list[TileOp] = []
         self.out_access: dict = {}  # value id -> Access the producing tile op writes (logical)
+        self.gm_results: set = set()  # ids of values written whole, GM to GM (`whole`): no UB tile
 
     # ---- helpers -------------------------------------------------------------------------------
     def resolve(self, v: Value):
@@ -258,13 +278,16 @@ class Expander:
 
     def assemble(self, src, dst, offsets, op, tile=None):
         prod = self.out_access.get(src.id)
-        if tile is None and prod is not None and src.id not in self.views:
+        # a copy of a tiled result moves the producer's tiles (and fuses with it); a result written
+        # GM to GM by a whole-tensor op has no tile to follow
+        if tile is None and prod is not None and src.id not in self.views and src.id not in self.gm_results:
             tile = prod.shape
         if tile is None or any(not isinstance(t, int) for t in tile):
             vec = op.tiles.vec
             # a copy tiles its source like upstream's assemble: dims past the tile's sizes take its last size
             tile = tuple(vec[min(d, len(vec) - 1)] for d in range(src.rank)) if vec else default_tile(src.shape)
             tile = tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(tile, src.shape))
+            tile = fit_tile(tile, src.dtype.itemsize)
         grid = self.grid_of(src.shape, tile)
         R = src.rank
         inp = self.access(src, tile, range(R), grid)
@@ -344,6 +367,10 @@ class Expander:
         pattrs = {k: v for k, v in attrs.items() if k != "bias"}
         self.emit("matmul", [chunk(ka, attrs["k_dims"][0]), chunk(kb, attrs["k_dims"][1])], [pacc], kgrid,
                   pattrs, op, core="AIC")
+        # the combine loads every chunk of its tile at once: fewer rows per tile when they would not fit
+        if isinstance(kt, int):
+            tile = fit_tile(tile, pdt.itemsize, max(pdt.itemsize, FRAMEWORK_TILE_BYTES // kt))
+            grid = self.grid_of(out.shape, tile)
         cin = Access(part, None, (kt, *tile), (0,) * (R + 1), (None, *range(R)), part.valid_shape)
         target = out
         if "bias" in op.attrs:
@@ -395,6 +422,7 @@ class Expander:
         outs = [self.access(v, v.shape, [None] * v.rank, ()) for v in op.outputs]
         core = "AIC" if REGISTRY[op.kind].kind == "cube" else "AIV"  # conv runs on the cube
         self.emit(op.kind, ins, outs, (), op.attrs, op, core=core)
+        self.gm_results.update(v.id for v in op.outputs)
 
     def last_dim_whole(self, op):
         """Tiles over the output's leading dims; every operand keeps its last dim whole (one_hot's

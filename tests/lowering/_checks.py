@@ -11,12 +11,13 @@ import math
 
 from pypto.ir import expr as E
 from pypto.passes.execute import verify_root
+from pypto.passes.expand import WHOLE
 from pypto.passes.partition import verify_subgraphs
 
 MOVES = ("copy_in", "copy_out", "l1_to_l0a", "l1_to_l0b")
-# reshape is lowered as one GM -> GM op on one core (Expander.whole): the only compute op that
-# touches GM directly
-GM_COMPUTE = ("reshape",)
+# ops lowered as one GM -> GM op over whole tensors (Expander.whole: reshape, gather, scatter ...):
+# the only compute ops that touch GM directly
+GM_COMPUTE = tuple(WHOLE)
 
 
 def snapshot(compiled, name):

@@ -212,3 +212,45 @@ def test_a_fused_chain_that_overflows_is_split_instead_of_failing():
     ops, groups = assign_memory(tile_ops, compiled.lowered.global_values, lambda: next(ids), fuse=True)
     with pytest.raises(BufferOverflowError):
         dedup(partition(ops, groups), {}, A2A3)
+
+
+# ---- tiles the framework chooses fit UB --------------------------------------------------------
+
+@pypto.jit
+def cache_update(cache: pypto.Tensor([128, 512], FP32), index: pypto.Tensor([1, 8], pypto.DT_INT32),
+                 rows: pypto.Tensor([8, 512], FP32)):
+    pypto.set_vec_tile_shapes(24, 512)
+    pypto.scatter_update(cache, -2, index, rows)  # in place: a copy of the whole result back into cache
+
+
+def test_the_copy_back_of_a_whole_tensor_result_is_tiled_to_fit_ub():
+    cache, rows = _rand(128, 512), _rand(8, 512, seed=1)  # 256 KB: more than UB in one tile
+    index = torch.tensor([[3, 17, 40, 41, 99, 100, 126, 0]], dtype=torch.int32)
+    want = cache.clone()
+    want[index[0].long()] = rows
+    cache_update(cache, index, rows)
+    torch.testing.assert_close(cache, want)
+    compiled = cache_update.inspect(cache, index, rows)
+    C.check_all(compiled)
+    copies = [op for op in C.snapshot(compiled, "expand").graph[0] if op.kind == "copy_out"]
+    assert copies and all(op.inputs[0].shape == (24, 512) for op in copies)  # the vec tile, not the tensor
+
+
+@pypto.jit
+def long_k(a: pypto.Tensor([128, 4096], FP32), b: pypto.Tensor([4096, 128], FP32),
+           out: pypto.Tensor([128, 128], FP32)):
+    pypto.set_cube_tile_shapes([128, 128], [64, 512], [128, 128], True)
+    out[:] = pypto.matmul(a, b, FP32)
+
+
+def test_a_split_k_combine_takes_fewer_rows_when_all_its_chunks_would_not_fit_ub():
+    a, b = _rand(128, 4096), _rand(4096, 128, seed=1)
+    out = torch.zeros(128, 128)
+    long_k(a, b, out)  # 8 chunks of a 128x128 fp32 tile: 512 KB at once
+    torch.testing.assert_close(out, a @ b, rtol=1e-4, atol=1e-3)
+    compiled = long_k.inspect(a, b, out)
+    C.check_all(compiled)
+    (combine,) = [op for op in C.snapshot(compiled, "expand").graph[0] if op.kind == "sum"]
+    assert combine.inputs[0].shape == (8, 16, 128) and combine.grid == (8, 1)
+    for leaf in compiled.lowered.leaves.values():
+        assert sum(b.nbytes for b in leaf.buffers if b.mem == "UB") <= A2A3.ub_bytes
