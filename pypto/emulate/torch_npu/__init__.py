@@ -1,9 +1,11 @@
 """The emulated ``torch_npu`` package (importable only after ``pypto.emulate.install()``).
 
 It carries the generic surface upstream PyPTO scripts touch: ``torch_npu.npu`` (the same
-module as ``torch.npu``), storage formats (``Format``, ``npu_format_cast``, ``get_npu_format``)
-and ``npu_dtype_cast``. Data stays in the logical (ND) layout whatever format a tensor is given:
-a format is recorded on the tensor, which is what pypto kernels see on the simulator anyway.
+module as ``torch.npu``), storage formats (``Format``, ``npu_format_cast``, ``get_npu_format``),
+``npu_dtype_cast``, and the compute ops golden references call (``npu_quantize``,
+``npu_dynamic_quant``, ``npu_quant_matmul``, ``npu_swiglu``). Data stays in the logical (ND)
+layout whatever format a tensor is given: a format is recorded on the tensor, which is what
+pypto kernels see on the simulator anyway.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import enum
 import torch
 
 from . import npu  # noqa: F401 - torch_npu.npu
+from .activation import npu_swiglu  # noqa: F401
 from .formats import NpuFormatTensor, formatted
+from .quant_matmul import npu_quant_matmul  # noqa: F401
+from .quantize import npu_dynamic_quant, npu_quantize  # noqa: F401
 
 __version__ = "0.0.0+pypto.emulate"
 
