@@ -134,16 +134,16 @@ class Tensor:
     def add(self, o): return _ops().add(self, o)
     def sub(self, o): return _ops().sub(self, o)
     def mul(self, o): return _ops().mul(self, o)
-    def div(self, o): return _ops().div(self, o)
+    def div(self, o, *a, **k): return _ops().div(self, o, *a, **k)
     def maximum(self, o): return _ops().maximum(self, o)
     def minimum(self, o): return _ops().minimum(self, o)
-    def exp(self): return _ops().exp(self)
-    def log(self): return _ops().log(self)
-    def sqrt(self): return _ops().sqrt(self)
-    def rsqrt(self): return _ops().rsqrt(self)
+    def exp(self, *a, **k): return _ops().exp(self, *a, **k)
+    def log(self, *a, **k): return _ops().log(self, *a, **k)
+    def sqrt(self, *a, **k): return _ops().sqrt(self, *a, **k)
+    def rsqrt(self, *a, **k): return _ops().rsqrt(self, *a, **k)
     def abs(self): return _ops().abs(self)
     def neg(self): return _ops().neg(self)
-    def reciprocal(self): return _ops().reciprocal(self)
+    def reciprocal(self, *a, **k): return _ops().reciprocal(self, *a, **k)
     def sigmoid(self): return _ops().sigmoid(self)
     def relu(self): return _ops().relu(self)
     def tanh(self): return _ops().tanh(self)
@@ -245,7 +245,8 @@ class Tensor:
             raise KernelSyntaxError("Tensor.move needs a tensor", expected="a pypto Tensor",
                                     got=type(other).__name__, loc=user_loc(2))
         if not _is_empty_handle(self) and self._value.kind == "param":
-            _ops().assemble(_fit_rank(other, self), [0] * self.dim, self)
+            if not _holds_storage_of(other, self):
+                _ops().assemble(_moved_into(other, self), [0] * self.dim, self)
         else:
             _value_slot.__set__(self, other._value)
         return self
@@ -334,6 +335,45 @@ def _fit_rank(src, dst: Tensor):
         if a is not None and a == b:
             return _ops().reshape(src, list(dst._value.shape))
     return src
+
+
+def _holds_storage_of(src: Tensor, param: Tensor) -> bool:
+    """Whether ``src`` is ``param``'s whole storage already (the argument reshaped in place and
+    updated in place, say): moving it back rebinds the handle and copies nothing."""
+    from ..ops.common import dims_equal
+    from .builder import current
+
+    tracer = current()
+    group, _ = tracer.aliases.member_of(src._value)
+    if group is None or group is not tracer.aliases.member_of(param._value)[0]:
+        return False
+    return dims_equal(_element_count(src._value.shape), _element_count(param._value.shape))
+
+
+def _moved_into(src: Tensor, dst: Tensor) -> Tensor:
+    """``src`` in ``dst``'s shape for a move into a kernel argument. Upstream's move rebinds the
+    argument to ``src``'s storage, so a source of another rank holding the same number of
+    elements (the argument reshaped in place, updated, moved back) lands in row-major order."""
+    from ..ops.common import dims_equal
+
+    src = _fit_rank(src, dst)
+    if src.dim != dst.dim:
+        n_src, n_dst = _element_count(src._value.shape), _element_count(dst._value.shape)
+        if dims_equal(n_src, n_dst):  # symbols of different arguments may agree at run time
+            return _ops().reshape(src, list(dst._value.shape))
+        raise ShapeError("Tensor.move: the moved tensor must hold as many elements as the kernel "
+                         "argument it is moved into",
+                         expected=f"{E.render_dims(dst._value.shape)} ({E.render(n_dst)} elements)",
+                         got=f"{E.render_dims(src._value.shape)} ({E.render(n_src)} elements)",
+                         loc=user_loc(3))
+    return src
+
+
+def _element_count(shape):
+    n = 1
+    for d in shape:
+        n = E.simplify_dim(E.mul(n, d)) if isinstance(d, E.Expr) or isinstance(n, E.Expr) else n * d
+    return n
 
 
 def _squeezed(shape) -> tuple | None:

@@ -6,7 +6,7 @@ from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_INT16, DT_INT32, SUPPORTED_DTYPES
 from ..element import Element
-from ..enums import CastMode, SaturationMode
+from ..enums import CastMode, PrecisionType, SaturationMode
 from ..errors import DTypeError
 from ..frontend.tensor import Tensor
 from .common import (bcast_flags, broadcast_shapes, check_dtype, dtype_arg, emit, loc, scalar_arg,
@@ -15,6 +15,16 @@ from .registry import REGISTRY, register
 
 FLOATS = (DT_FP32, DT_FP16, DT_BF16)
 NUMERIC = (DT_FP32, DT_FP16, DT_BF16, DT_INT32, DT_INT16)
+
+
+def check_precision(op: str, precision_type) -> PrecisionType:
+    """Check a ``precision_type`` argument. A2/A3 compute every mode as INTRINSIC; so does the
+    simulator (HIGH_PRECISION differs only on Ascend 950)."""
+    try:
+        return PrecisionType(precision_type)
+    except (ValueError, TypeError) as e:
+        raise DTypeError(f"pypto.{op}: unknown precision_type", expected="a pypto.PrecisionType",
+                         got=repr(precision_type), param="precision_type", loc=loc()) from e
 
 
 def align_valid(ins, bcast):
@@ -94,8 +104,9 @@ def mul(input, other):
     return _binary("mul", input, other)
 
 
-def div(input, other):
-    """Elementwise ``input / other`` (float dtypes)."""
+def div(input, other, precision_type=PrecisionType.HIGH_PRECISION):
+    """Elementwise ``input / other`` (float dtypes); ``precision_type`` as in `check_precision`."""
+    check_precision("div", precision_type)
     return _binary("div", input, other)
 
 
@@ -219,28 +230,33 @@ def relu(input):
     return _unary("relu", input)
 
 
-def exp(input):
-    """Elementwise ``e**input``."""
+def exp(input, precision_type=PrecisionType.INTRINSIC):
+    """Elementwise ``e**input`` (``precision_type`` as in `check_precision`)."""
+    check_precision("exp", precision_type)
     return _unary("exp", input)
 
 
-def log(input):
-    """Elementwise natural logarithm."""
+def log(input, precision_type=PrecisionType.INTRINSIC):
+    """Elementwise natural logarithm (``precision_type`` as in `check_precision`)."""
+    check_precision("log", precision_type)
     return _unary("log", input)
 
 
-def sqrt(input):
-    """Elementwise square root."""
+def sqrt(input, precision_type=PrecisionType.INTRINSIC):
+    """Elementwise square root (``precision_type`` as in `check_precision`)."""
+    check_precision("sqrt", precision_type)
     return _unary("sqrt", input)
 
 
-def rsqrt(input):
-    """Elementwise ``1 / sqrt(input)``."""
+def rsqrt(input, precision_type=PrecisionType.INTRINSIC):
+    """Elementwise ``1 / sqrt(input)`` (``precision_type`` as in `check_precision`)."""
+    check_precision("rsqrt", precision_type)
     return _unary("rsqrt", input)
 
 
-def reciprocal(input):
-    """Elementwise ``1 / input``."""
+def reciprocal(input, precision_type=PrecisionType.HIGH_PRECISION):
+    """Elementwise ``1 / input`` (``precision_type`` as in `check_precision`)."""
+    check_precision("reciprocal", precision_type)
     return _unary("reciprocal", input)
 
 

@@ -19,7 +19,7 @@ from ..enums import PrecisionType
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..frontend.tensor import Tensor
 from .common import bcast_flags, broadcast_shapes, check_dtype, emit, loc, scalar_arg, tensor_arg, valid_of
-from .elementwise import FLOATS, _binary, _binary_compute, _unary, _unary_compute, align_valid
+from .elementwise import FLOATS, _binary, _binary_compute, _unary, _unary_compute, align_valid, check_precision
 from .registry import register
 
 SIN_COS = (DT_FP32, DT_FP16)  # no bf16 for sin/cos on A2/A3
@@ -35,15 +35,6 @@ AXPY = (DT_FP32, DT_FP16)
 
 def _to_fp32_if_int(dt):
     return DT_FP32 if not dt.is_float else dt
-
-
-def _precision(op: str, precision_type) -> PrecisionType:
-    """Check a ``precision_type`` argument. A2/A3 always compute INTRINSIC; so does the simulator."""
-    try:
-        return PrecisionType(precision_type)
-    except (ValueError, TypeError) as e:
-        raise DTypeError(f"pypto.{op}: unknown precision_type", expected="a pypto.PrecisionType",
-                         got=repr(precision_type), param="precision_type", loc=loc()) from e
 
 
 # ---- unary math -------------------------------------------------------------------------------------
@@ -175,14 +166,14 @@ def log10(input, precision_type=PrecisionType.INTRINSIC):
 
     ``precision_type`` is accepted for upstream compatibility; A2/A3 (and the simulator) always
     compute INTRINSIC."""
-    _precision("log10", precision_type)
+    check_precision("log10", precision_type)
     return _unary("log10", input)
 
 
 def log2(input, precision_type=PrecisionType.INTRINSIC):
     """Elementwise base-2 logarithm; NaN for negative inputs. fp32, fp16, bf16 (see log10 for
     ``precision_type``)."""
-    _precision("log2", precision_type)
+    check_precision("log2", precision_type)
     return _unary("log2", input)
 
 
@@ -295,7 +286,7 @@ def fmod(input, other, precision_type=PrecisionType.HIGH_PRECISION):
     ``other`` is a tensor of the same dtype (broadcast) or a finite Python number. fp32, fp16, bf16.
     ``precision_type`` is accepted for compatibility (A2/A3 compute INTRINSIC)."""
     tensor_arg(input, "fmod", "input")
-    _precision("fmod", precision_type)
+    check_precision("fmod", precision_type)
     if isinstance(other, float) and not _math.isfinite(other):
         raise ArgumentValueError("pypto.fmod: 'other' must be finite", expected="a finite number",
                                  got=repr(other), param="other", loc=loc())
@@ -307,7 +298,7 @@ def remainder(input, other, precision_type=PrecisionType.HIGH_PRECISION):
 
     Either side may be a Python number. fp32, fp16, bf16, int32, int16. An integer remainder by 0
     is chip-dependent upstream (0 or -1); the simulator gives 0. Also ``tensor % other``."""
-    _precision("remainder", precision_type)
+    check_precision("remainder", precision_type)
     return _binary("remainder", input, other)
 
 
@@ -389,7 +380,7 @@ def pow(input, other, precision_type=PrecisionType.HIGH_PRECISION):  # noqa: A00
     are computed in float64 and truncated toward zero (``2 ** -1 == 0``).
     fp32, fp16, bf16, int32, int8, uint8, int16."""
     tensor_arg(input, "pow", "input")
-    _precision("pow", precision_type)
+    check_precision("pow", precision_type)
     check_dtype("pow", input, "input")
     va = input._value
     if isinstance(other, Tensor):

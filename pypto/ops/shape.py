@@ -9,6 +9,7 @@ from .._lazy import torch
 
 from ..dtypes import DT_INT32, DT_INT64
 from ..errors import DTypeError, KernelRuntimeError, KernelSyntaxError, ShapeError
+from ..frontend.builder import require
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
 from ..ir import expr as E

@@ -204,6 +204,25 @@ def test_unary_values_are_not_identity():
         check_op(pypto.exp, [x], lambda t: t)
 
 
+
+@pytest.mark.parametrize("precision", list(pypto.PrecisionType))
+def test_precision_type_on_div_and_unary_math(precision):
+    """div, exp, log, sqrt, rsqrt and reciprocal take upstream's precision_type (positional or
+    keyword, function or method); A2/A3 compute the same numbers in either mode."""
+    x, y = rand((4, 6), FP32, lo=0.5, hi=4, seed=1), rand((4, 6), FP32, lo=0.5, hi=4, seed=2)
+    check_op(lambda a, b: pypto.div(a, b, precision_type=precision), [x, y], torch.div, loose=True)
+    check_op(lambda a, b: a.div(b, precision), [x, y], torch.div, loose=True)
+    for name, ref in [("exp", torch.exp), ("log", torch.log), ("sqrt", torch.sqrt),
+                      ("rsqrt", torch.rsqrt), ("reciprocal", torch.reciprocal)]:
+        check_op(lambda a, n=name: getattr(pypto, n)(a, precision), [x], ref, loose=True)
+        check_op(lambda a, n=name: getattr(a, n)(precision_type=precision), [x], ref, loose=True)
+
+
+def test_precision_type_rejects_unknown_modes():
+    x = rand((4, 6), FP32, lo=0.5, hi=4)
+    check_raises(pypto.DTypeError, lambda a: pypto.div(a, a, precision_type="fast"), [x])
+    check_raises(pypto.DTypeError, lambda a: pypto.exp(a, 3), [x])
+
 # ---- clip ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)

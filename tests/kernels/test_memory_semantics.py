@@ -22,6 +22,44 @@ def _exact(a, b):
     torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
+# ---- in-place reshapes --------------------------------------------------------------------------------
+
+def test_writes_through_an_inplace_reshape_land_in_the_argument():
+    # reshape(inplace=True) shares the argument's storage: a write into a window of it (inside a
+    # loop, a tail tile included) is a write into the argument, row-major
+    @pypto.frontend.jit
+    def rows_of(cache: pypto.Tensor([D, 4, 8], FP32), x: pypto.Tensor([D, 8], FP32)):
+        flat = pypto.reshape(cache, [cache.shape[0] * 4, 8], inplace=True)
+        for i in pypto.loop(pypto.ceildiv(x.shape[0], 4)):
+            pypto.set_vec_tile_shapes(4, 8)
+            flat[i * 4:(i + 1) * 4, :] = x[i * 4:(i + 1) * 4, :] * 3.0
+        flat2 = pypto.reshape(flat, [cache.shape[0] * 32], inplace=True)  # an alias of an alias
+        pypto.set_vec_tile_shapes(8)
+        flat2[0:8] = flat2[0:8] + 1.0
+
+    cache, x = torch.full((3, 4, 8), SENTINEL), _rand(10, 8)
+    rows_of(cache, x)
+    want = torch.full((12, 8), SENTINEL)
+    want[:10] = x * 3.0
+    want[0] += 1.0
+    _exact(cache.reshape(12, 8), want)
+
+
+def test_a_plain_reshape_is_a_copy():
+    @pypto.frontend.jit
+    def copy_only(cache: pypto.Tensor([2, 4, 8], FP32), out: pypto.Tensor([8, 8], FP32)):
+        pypto.set_vec_tile_shapes(8, 8)
+        flat = pypto.reshape(cache, [8, 8])
+        flat[:] = flat * 2.0
+        out[:] = flat
+
+    cache, out = _rand(2, 4, 8), torch.zeros(8, 8)
+    before = cache.clone()
+    copy_only(cache, out)
+    _exact(cache, before)
+    _exact(out, before.reshape(8, 8) * 2.0)
+
+
 # ---- in-place outputs, partial writes -------------------------------------------------------------
 
 def test_partial_static_write_leaves_rest_untouched():

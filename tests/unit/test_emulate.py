@@ -113,6 +113,99 @@ torch.testing.assert_close(torch.ops.emulate_demo.twice(x), x * 2)
 """)
 
 
+def test_a_format_cast_tensor_reports_the_npu_and_its_format(tmp_path):
+    # scripts look at a tensor's storage format only once it is on the NPU (device.type "npu")
+    run(tmp_path, KERNEL + """
+import torch, torch_npu
+
+w = torch.randn(17, 32, device="npu")
+assert w.device.type == "cpu" and torch_npu.get_npu_format(w) == torch_npu.Format.ND
+nz = torch_npu.npu_format_cast(w, 29)
+assert nz.device == torch.device("npu", 0) and nz.device.type == "npu" and nz.is_npu and not w.is_npu
+assert torch_npu.get_npu_format(nz) == 29 == torch_npu.Format.FRACTAL_NZ and nz.is_contiguous()
+assert nz.data_ptr() == w.data_ptr() and torch.equal(nz, w)  # an alias in the logical layout
+for derived in (nz.cpu(), nz + 1, nz.to(torch.float16), nz[0], nz.reshape(-1), torch.split(nz, 8)[0]):
+    assert derived.device.type == "cpu" and torch_npu.get_npu_format(derived) == torch_npu.Format.ND
+assert nz.mul_(2) is nz and torch.equal(w, nz)  # an in-place op returns the tensor itself
+out = torch.empty(17, 32, device="npu")
+scale_add(nz, nz, out)  # kernels take it like any CPU tensor
+torch.testing.assert_close(out, w * 3.0)
+m = torch.zeros(4, 4, device="npu")
+assert torch_npu.npu_format_cast_(m, 29) is m and m.device.type == "npu" and torch_npu.get_npu_format(m) == 29
+assert "format 29" in repr(nz)
+""")
+
+
+def test_torch_npu_quantisation_ops_follow_their_formulas(tmp_path):
+    # checked against plain torch arithmetic written out here (float64, explicit tie handling)
+    run(tmp_path, """
+import torch, torch_npu
+
+g = torch.Generator().manual_seed(0)
+x = (torch.randn(5, 12, generator=g) * 3).bfloat16()
+scale, offset = torch.rand(12, generator=g).bfloat16() + 0.5, torch.rand(12, generator=g).bfloat16()
+
+# npu_quantize, multiply mode: round(x * scale + offset), saturated to int8
+y = torch_npu.npu_quantize(x, scale, offset, torch.qint8, -1, False)
+want = (x.double() * scale.double() + offset.double()).round().clamp(-128, 127).to(torch.int8)
+assert y.dtype == torch.int8 and torch.equal(y, want)
+big = torch_npu.npu_quantize(x * 1000, scale, None, torch.qint8, -1, False)
+assert big.max() == 127 and big.min() == -128  # saturates instead of wrapping
+# divide mode along dim 0, to uint8
+col = torch.tensor([0.5, 1.0, 2.0, 4.0, 8.0])
+u = torch_npu.npu_quantize(x.float().abs(), col, None, torch.quint8, 0)
+assert u.dtype == torch.uint8 and torch.equal(u, (x.double().abs() / col.double()[:, None]).round().clamp(0, 255).to(torch.uint8))
+ties = torch_npu.npu_quantize(torch.tensor([[0.5, 1.5, 2.5, -0.5]]), torch.ones(4), None, torch.qint8, -1, False)
+assert ties.tolist() == [[0, 2, 2, 0]]  # to nearest, ties to even
+
+# npu_dynamic_quant: per-row scale max|x| / 127
+q, s = torch_npu.npu_dynamic_quant(x)
+rows = x.double().abs().amax(-1) / 127
+assert q.dtype == torch.int8 and s.dtype == torch.float32 and s.shape == (5,)
+torch.testing.assert_close(s.double(), rows, rtol=1e-6, atol=0)
+assert (q.double() - x.double() / rows[:, None]).abs().max() <= 0.5 + 1e-4
+assert torch.equal(q.abs().amax(-1), torch.full((5,), 127, dtype=torch.int8))
+sm = torch.rand(12, generator=g).bfloat16() + 0.5
+q2, s2 = torch_npu.npu_dynamic_quant(x, smooth_scales=sm)
+torch.testing.assert_close(s2.double(), (x.double() * sm.double()).abs().amax(-1) / 127, rtol=1e-6, atol=0)
+
+# npu_quant_matmul: exact int32 accumulation, then dequantised in fp32
+a = torch.randint(-128, 128, (4, 300), dtype=torch.int8, generator=g)
+b = torch_npu.npu_format_cast(torch.randint(-128, 128, (300, 6), dtype=torch.int8, generator=g), 29)
+acc = a.long() @ b.long()
+assert torch.equal(torch_npu.npu_quant_matmul(a, b, torch.ones(6), output_dtype=torch.int32), acc.int())
+w = torch.rand(6, generator=g) / 100
+tok = torch.rand(4, generator=g)
+bias = torch.randint(-50, 50, (6,), dtype=torch.int32, generator=g)
+out = torch_npu.npu_quant_matmul(a, b, w, pertoken_scale=tok, bias=bias, output_dtype=torch.bfloat16)
+assert out.dtype == torch.bfloat16
+torch.testing.assert_close(out.double(), ((acc + bias).double() * w.double() * tok.double()[:, None]), rtol=8e-3, atol=0)
+fb = torch.randn(6, generator=g).bfloat16()
+out = torch_npu.npu_quant_matmul(a, b, w.bfloat16(), pertoken_scale=tok, bias=fb, output_dtype=torch.bfloat16)
+torch.testing.assert_close(out.double(), acc.double() * w.bfloat16().double() * tok.double()[:, None] + fb.double(),
+                           rtol=8e-3, atol=1e-2)
+i8 = torch_npu.npu_quant_matmul(a, b, w / 10, offset=torch.full((6,), 3.0))
+assert i8.dtype == torch.int8 and torch.equal(i8, (acc.double() * (w / 10).float().double() + 3).round().clamp(-128, 127).to(torch.int8))
+bits = torch.tensor([2.0, 0.25], dtype=torch.float32).view(torch.int32).long() & 0xFFFFFFFF
+two = torch.ones(2, 3, dtype=torch.int8)
+assert torch_npu.npu_quant_matmul(two, torch.ones(3, 2, dtype=torch.int8), bits, output_dtype=torch.float16).tolist() == [[6.0, 0.75]] * 2
+
+# npu_swiglu: silu(first half) * second half
+h = torch.randn(3, 8, generator=g).bfloat16()
+sw = torch_npu.npu_swiglu(h)
+ref = torch.nn.functional.silu(h[:, :4].double()) * h[:, 4:].double()
+assert sw.dtype == torch.bfloat16 and sw.shape == (3, 4)
+torch.testing.assert_close(sw.double(), ref, rtol=8e-3, atol=1e-3)
+for bad in (lambda: torch_npu.npu_swiglu(torch.randn(2, 5)), lambda: torch_npu.npu_quant_matmul(a.float(), b, w)):
+    try:
+        bad()
+    except (ValueError, TypeError):
+        pass
+    else:
+        raise AssertionError("must be rejected")
+""")
+
+
 def test_install_is_explicit_idempotent_and_runs_modules(tmp_path):
     (tmp_path / "mod_under_test.py").write_text(textwrap.dedent("""
         import sys, torch

@@ -2,9 +2,11 @@
 
 It carries the generic surface upstream PyPTO scripts touch: ``torch_npu.npu`` (the same
 module as ``torch.npu``), storage formats (``Format``, ``npu_format_cast``, ``get_npu_format``),
-``npu_dtype_cast``, ``npu_trans_quant_param`` and a ``profiler`` that records nothing. Data stays
-in the logical (ND) layout whatever format a tensor is given: a format is recorded on the tensor,
-which is what pypto kernels see on the simulator anyway.
+``npu_dtype_cast``, ``npu_trans_quant_param``, a ``profiler`` that records nothing, and the
+compute ops golden references call (``npu_quantize``, ``npu_dynamic_quant``,
+``npu_quant_matmul``, ``npu_swiglu``). Data stays in the logical (ND) layout whatever format a
+tensor is given: a format is recorded on the tensor, which is what pypto kernels see on the
+simulator anyway.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ import torch
 
 from . import npu  # noqa: F401 - torch_npu.npu
 from . import profiler  # noqa: F401 - torch_npu.profiler (records nothing)
+from .activation import npu_swiglu  # noqa: F401
+from .formats import NpuFormatTensor, formatted
 from .quant import npu_trans_quant_param  # noqa: F401
+from .quant_matmul import npu_quant_matmul  # noqa: F401
+from .quantize import npu_dynamic_quant, npu_quantize  # noqa: F401
 
 __version__ = "0.0.0+pypto.emulate"
 
@@ -39,15 +45,17 @@ class Format(enum.IntEnum):
 
 
 def npu_format_cast(tensor: torch.Tensor, acl_format) -> torch.Tensor:
-    """The tensor in another storage format: the same numbers (an alias) tagged with the format."""
-    fmt = Format(int(acl_format))
-    out = tensor.view(tensor.shape)
-    out._pypto_npu_format = fmt
-    return out
+    """The tensor in another storage format: the same numbers (an alias) tagged with the format,
+    reporting the NPU as its device (see :mod:`.formats`)."""
+    return formatted(tensor, Format(int(acl_format)))
 
 
 def npu_format_cast_(tensor: torch.Tensor, acl_format) -> torch.Tensor:
-    tensor._pypto_npu_format = Format(int(acl_format))
+    """`npu_format_cast` in place: ``tensor`` itself becomes the formatted tensor."""
+    fmt = Format(int(acl_format))
+    if type(tensor) is torch.Tensor:
+        tensor.__class__ = NpuFormatTensor
+    tensor._pypto_npu_format = fmt
     return tensor
 
 
