@@ -20,7 +20,7 @@ OUT_OF_SCOPE: dict[str, re.Pattern] = {
     "pypto.pil / pypto.ir internals (C++ IR bindings)": re.compile(
         r"\bpypto\.(pil|ir)\b|pypto_impl\.ir\b|pypto_impl import [^\n]*\bir\b"
         r"|from pypto import [^\n]*\b(ir|pil)\b|module 'pypto' has no attribute '(pil|ir)'"
-        r"|cannot import name '(pil|ir)' from 'pypto'"),
+        r"|cannot import name '(pil|ir)' from 'pypto'|\bpil_parser\b"),
     "pypto_pro frontend": re.compile(r"\bpypto_pro\b"),
     "pypto.distributed (shmem across NPUs)": re.compile(
         r"\bpypto\.distributed\b|module 'pypto' has no attribute 'distributed'|\bshmem_\w+"),
