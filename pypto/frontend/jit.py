@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import collections
 import copy
+import contextlib
 import functools
+import gc
 import inspect
 import sys
 import time
@@ -321,6 +323,10 @@ class JitFunction:
         return self._sig
 
     def _compile(self, key, sig, tensors, dtypes, consts, opts) -> CacheEntry:
+        with _collector_paused():
+            return self._compile_now(key, sig, tensors, dtypes, consts, opts)
+
+    def _compile_now(self, key, sig, tensors, dtypes, consts, opts) -> CacheEntry:
         t0 = time.perf_counter()
         if self._loop_names is None:
             self._loop_names = check_source(self.fn, [t.param for t in sig.tensors])
@@ -600,3 +606,20 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
                     raise _options_error(k, user_loc(2))
         return wrap
     return wrap(dyn_func)
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Pause Python's cyclic garbage collector while compiling. Tracing and lowering create
+    tens of thousands of objects that all stay alive; each collection would scan them again, so
+    with the collector on, compile time grows faster than the number of ops. Reference counting
+    still frees everything as usual; only cycles wait until the collector runs again."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
