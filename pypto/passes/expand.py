@@ -385,7 +385,7 @@ class Expander:
         # sum reads must have been written
         part = self.new_value(pdt, (kt, *out.shape), (kt, *out.valid_shape), f"{out.name}_splitk")
         pacc = Access(part, None, (1, *tile), (0,) * (R + 1), (R, *range(R)), part.valid_shape)
-        pattrs = {k: v for k, v in attrs.items() if k != "bias"}
+        pattrs = {k: v for k, v in attrs.items() if k not in ("bias", "same_dtype")}  # fp32 partial sums
         self.emit("matmul", [chunk(ka, attrs["k_dims"][0]), chunk(kb, attrs["k_dims"][1])], [pacc], kgrid,
                   pattrs, op, core="AIC")
         # the combine loads every chunk of its tile at once: fewer rows per tile when they would not fit
