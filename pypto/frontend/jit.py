@@ -535,7 +535,8 @@ def _bind_tensors(sig: Signature, raw: list, loc):
                 if ds.kind == "fixed":
                     if size != ds.size:
                         raise ArgumentValueError(
-                            f"tensor argument '{spec.param}' has size {size} in dim {i}, which is fixed",
+                            f"tensor argument '{spec.param}' does not match the shape of its annotation: size "
+                            f"{size} in dim {i}, which is fixed",
                             expected=f"{spec.param}.shape[{i}] == {ds.size} ({spec.describe()})",
                             got=f"shape {list(shape)}", param=spec.param, loc=loc)
                 elif ds.kind == "dynamic":
