@@ -583,3 +583,19 @@ def test_a_symbol_nothing_binds_reads_zero():
     want = x * 2.0
     want[0] = 0.0
     torch.testing.assert_close(out, want)
+
+
+def test_loop_ignores_an_unknown_keyword_with_a_warning():
+    # upstream's loop reads its keywords from **kwargs and ignores the rest (its own system-test
+    # helper misspells unroll_list); here the kernel still runs, and the user is told
+    @pypto.frontend.jit
+    def typo(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
+        for i in pypto.loop(x.shape[0], unroll_List=[2]):
+            out[i:i + 1, :] = x[i:i + 1, :] + 1.0
+
+    x = _rand(3, 8)
+    out = torch.zeros_like(x)
+    with pytest.warns(UserWarning, match=r"'unroll_List' \(did you mean 'unroll_list'\?\)") as seen:
+        typo(x, out)
+    assert seen[0].filename == __file__
+    _exact(out, x + 1.0)
