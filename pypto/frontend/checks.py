@@ -123,7 +123,8 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Assign(self, node):
         for target in node.targets:
-            self._assigned(target, node)
+            if not _renames_its_own_memory(target, node.value):
+                self._assigned(target, node)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node):
@@ -159,3 +160,17 @@ def check_source(fn, tensor_params=()) -> dict:
     for stmt in fdef.body:
         checker.visit(stmt)
     return checker.loop_names
+
+
+def _renames_its_own_memory(target, value) -> bool:
+    """``x = pypto.reshape(x, shape, inplace=True)``: the name stays on the argument's memory (an
+    in-place reshape is another name for it), so rebinding it writes nothing away."""
+    if not (isinstance(target, ast.Name) and isinstance(value, ast.Call) and value.args):
+        return False
+    func = value.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    inplace = any(k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+                  for k in value.keywords)
+    first = value.args[0]
+    return called == "reshape" and inplace and isinstance(first, ast.Name) and first.id == target.id
+

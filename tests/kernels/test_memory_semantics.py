@@ -299,3 +299,28 @@ def test_element_read_of_float_tensor_rejected():
 
     with pytest.raises(pypto.DTypeError):
         bad(torch.zeros(3), torch.zeros(3))
+
+
+def test_an_argument_name_may_be_rebound_to_its_own_inplace_reshape():
+    # x = pypto.reshape(x, ..., inplace=True) keeps the name on the argument's memory, so it is not
+    # the refused "reassignment of an input tensor"; writes through it reach the caller's tensor
+    @pypto.frontend.jit
+    def bump(scale: pypto.Tensor([8, 1], pypto.DT_FP32), out: pypto.Tensor([1, 8], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        scale = pypto.reshape(scale, [1, 8], inplace=True)
+        out[:] = scale + 1.0
+        scale[:] = scale * 2.0
+
+    scale, out = torch.arange(8.0).reshape(8, 1), torch.zeros(1, 8)
+    bump(scale, out)
+    assert torch.equal(out, torch.arange(8.0).reshape(1, 8) + 1.0)
+    assert torch.equal(scale, torch.arange(8.0).reshape(8, 1) * 2.0)
+
+    @pypto.frontend.jit
+    def rebind(scale: pypto.Tensor([8, 1], pypto.DT_FP32), out: pypto.Tensor([1, 8], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        scale = pypto.reshape(scale, [1, 8])  # a copy: rebinding the name would write nothing back
+        out[:] = scale
+
+    with pytest.raises(pypto.KernelSyntaxError, match="cannot be reassigned"):
+        rebind(scale, out)
