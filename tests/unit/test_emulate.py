@@ -358,3 +358,44 @@ def test_npu_trans_quant_param_packs_masked_fp32_scales_in_int64():
         npu_trans_quant_param(torch.ones(2, 3))
     with pytest.raises(NotImplementedError):
         npu_trans_quant_param(torch.ones(3), torch.zeros(3))
+
+
+def test_npu_rand_fills_integer_dtypes_with_the_discrete_uniform_over_0_1(tmp_path):
+    run(tmp_path, """
+import pytest, torch
+
+for dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8):
+    ids = torch.rand((3, 5), dtype=dtype, device="npu:0")
+    assert ids.dtype == dtype and ids.shape == (3, 5)
+    assert torch.equal(ids, torch.zeros(3, 5, dtype=dtype))
+# floating dtypes draw exactly what CPU torch draws from the same generator state
+torch.manual_seed(7)
+on_npu = torch.rand((4, 6), dtype=torch.bfloat16, device="npu")
+torch.manual_seed(7)
+torch.testing.assert_close(on_npu, torch.rand((4, 6), dtype=torch.bfloat16), rtol=0, atol=0)
+g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+torch.testing.assert_close(torch.rand(8, generator=g1, device="npu"), torch.rand(8, generator=g2),
+                           rtol=0, atol=0)
+# the CPU refuses integer dtypes, and the device's uniform has no bool
+with pytest.raises(NotImplementedError, match="check_uniform_bounds"):
+    torch.rand(3, dtype=torch.int32)
+with pytest.raises(NotImplementedError, match="check_uniform_bounds"):
+    torch.rand(3, dtype=torch.bool, device="npu")
+""")
+
+
+def test_topk_unsorted_returns_the_npu_order_largest_or_smallest_first(tmp_path):
+    run(tmp_path, """
+import torch
+
+torch.manual_seed(0)
+x = torch.rand(16, 160)
+for largest in (True, False):
+    want = torch.sort(x, dim=-1, descending=largest)
+    for got in (torch.topk(x, 8, -1, largest, False),
+                torch.topk(x, k=8, dim=-1, largest=largest, sorted=False),
+                x.topk(8, -1, largest, False),
+                x.topk(8, dim=-1, largest=largest, sorted=False)):
+        torch.testing.assert_close(got.values, want.values[:, :8], rtol=0, atol=0)
+        assert torch.equal(got.indices, want.indices[:, :8])
+""")
