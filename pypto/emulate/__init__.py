@@ -8,8 +8,8 @@ rest of the process:
   ``import torchair`` gives a ``torch.compile`` backend that runs graphs eagerly;
 * every NPU device spelling (``device="npu"``, ``"npu:0"``, ``torch.device("npu", 0)``,
   ``.npu()``, ``.to("npu")``) produce real CPU tensors: see :mod:`.devices`;
-* ``torch.topk(..., sorted=False)`` returns sorted results, as the NPU's top-k does: see
-  :mod:`.topk`;
+* ``torch.topk`` returns the NPU's order (sorted even for ``sorted=False``, ties lowest index
+  first): see :mod:`.topk`;
 * ``torch.library`` kernels registered for the ``NPU`` dispatch key serve CPU tensors: see
   :mod:`.library`;
 * kernels with ``runtime_options={"run_mode": pypto.RunMode.NPU}`` run on pypto's CPU

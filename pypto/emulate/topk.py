@@ -1,11 +1,13 @@
-"""``torch.topk(..., sorted=False)`` returns its k values in order, as on the NPU.
+"""``torch.topk`` returns the NPU's order: sorted, and equal values lowest index first.
 
-``sorted=False`` leaves the order of the k results unspecified. The NPU's top-k operator
-accepts the flag but always returns them sorted (largest first for ``largest=True``), and
-upstream scripts compare a kernel's sorted output against ``torch.topk(sorted=False)`` computed on
-the device, element by element. CPU torch returns another order (that of its selection
-algorithm), so under emulation ``torch.topk`` and ``Tensor.topk`` sort whatever they are asked
-for: still a valid answer to ``sorted=False``, and the one the device gives.
+The NPU's top-k is built on the vector sort instructions, which put the larger score first and,
+for equal scores, the one with the lower index first. Its ``sorted`` flag is accepted but the
+results come out sorted either way. Upstream scripts compare a kernel's top-k (pypto's topk has
+the same order) against ``torch.topk`` computed on the device, index by index — including
+``sorted=False`` calls and rows with ties (a saturated sigmoid makes many scores equal). CPU
+torch returns its selection algorithm's order for ``sorted=False`` and an unspecified order among
+ties, so under emulation ``torch.topk`` and ``Tensor.topk`` answer with a stable sort: a valid
+answer to either flag, and the one the device gives.
 """
 
 from __future__ import annotations
@@ -15,22 +17,30 @@ import functools
 import torch
 
 
-def _always_sorted(original):
-    @functools.wraps(original)
-    def topk(*args, **kwargs):
-        if len(args) > 4:  # (input, k, dim, largest, sorted): the flag given positionally
-            args = args[:4] + (True,) + args[5:]
-        elif "sorted" in kwargs:
-            kwargs["sorted"] = True
-        return original(*args, **kwargs)
-
-    topk.__pypto_emulate__ = original
-    return topk
+def npu_topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """``torch.topk`` in the NPU's order (``sorted`` is accepted; the result is always sorted)."""
+    order = torch.sort(input, dim=dim, descending=largest, stable=True)
+    values, indices = order.values.narrow(dim, 0, k), order.indices.narrow(dim, 0, k)
+    if out is not None:
+        out[0].resize_as_(values).copy_(values)
+        out[1].resize_as_(indices).copy_(indices)
+        return torch.return_types.topk(out)
+    return torch.return_types.topk((values, indices))
 
 
 def install() -> None:
-    """Make ``torch.topk`` and ``Tensor.topk`` always sort (idempotent)."""
-    if not hasattr(torch.topk, "__pypto_emulate__"):
-        torch.topk = _always_sorted(torch.topk)
-    if not hasattr(torch.Tensor.topk, "__pypto_emulate__"):
-        torch.Tensor.topk = _always_sorted(torch.Tensor.topk)
+    """Make ``torch.topk`` and ``Tensor.topk`` answer in the NPU's order (idempotent)."""
+    if hasattr(torch.topk, "__pypto_emulate__"):
+        return
+    originals = (torch.topk, torch.Tensor.topk)
+
+    @functools.wraps(originals[0])
+    def topk(*args, **kwargs):
+        return npu_topk(*args, **kwargs)
+
+    @functools.wraps(originals[1])
+    def tensor_topk(self, *args, **kwargs):
+        return npu_topk(self, *args, **kwargs)
+
+    topk.__pypto_emulate__, tensor_topk.__pypto_emulate__ = originals
+    torch.topk, torch.Tensor.topk = topk, tensor_topk

@@ -384,18 +384,31 @@ with pytest.raises(NotImplementedError, match="check_uniform_bounds"):
 """)
 
 
-def test_topk_unsorted_returns_the_npu_order_largest_or_smallest_first(tmp_path):
+def test_topk_returns_the_npu_order_sorted_and_ties_lowest_index_first(tmp_path):
     run(tmp_path, """
 import torch
 
+def npu_order(row, k, largest):
+    # written out: larger (smaller) first, equal values by lower index
+    keyed = sorted(range(len(row)), key=lambda i: ((-row[i]) if largest else row[i], i))
+    return keyed[:k]
+
 torch.manual_seed(0)
-x = torch.rand(16, 160)
+# few distinct values, so every row has ties, and the k-th value is tied across the cut
+x = torch.randint(0, 6, (16, 160)).float() / 4
 for largest in (True, False):
-    want = torch.sort(x, dim=-1, descending=largest)
+    want = torch.tensor([npu_order(r, 8, largest) for r in x.tolist()])
     for got in (torch.topk(x, 8, -1, largest, False),
                 torch.topk(x, k=8, dim=-1, largest=largest, sorted=False),
-                x.topk(8, -1, largest, False),
+                torch.topk(x, 8, largest=largest),
+                x.topk(8, -1, largest, True),
                 x.topk(8, dim=-1, largest=largest, sorted=False)):
-        torch.testing.assert_close(got.values, want.values[:, :8], rtol=0, atol=0)
-        assert torch.equal(got.indices, want.indices[:, :8])
+        assert torch.equal(got.indices, want)
+        assert torch.equal(got.values, x.gather(-1, want))
+# another dim, and out=
+values, indices = torch.empty(0), torch.empty(0, dtype=torch.long)
+got = torch.topk(x.t(), 3, dim=0, out=(values, indices))
+want = torch.tensor([npu_order(r, 3, True) for r in x.tolist()]).t()
+assert torch.equal(indices, want) and torch.equal(got.indices, want)
+assert torch.equal(values, x.t().gather(0, want))
 """)
