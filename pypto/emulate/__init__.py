@@ -8,6 +8,8 @@ rest of the process:
   ``import torchair`` gives a ``torch.compile`` backend that runs graphs eagerly;
 * every NPU device spelling (``device="npu"``, ``"npu:0"``, ``torch.device("npu", 0)``,
   ``.npu()``, ``.to("npu")``) produce real CPU tensors: see :mod:`.devices`;
+* ``torch.topk`` returns the NPU's order (sorted even for ``sorted=False``, ties lowest index
+  first): see :mod:`.topk`;
 * ``torch.library`` kernels registered for the ``NPU`` dispatch key serve CPU tensors: see
   :mod:`.library`;
 * kernels with ``runtime_options={"run_mode": pypto.RunMode.NPU}`` run on pypto's CPU
@@ -52,7 +54,7 @@ def install() -> None:
     if _installed:
         return
     from .. import backend
-    from . import devices, imports, library
+    from . import devices, imports, library, topk
     from .torch_npu import npu
 
     from .. import artefacts
@@ -60,6 +62,7 @@ def install() -> None:
     imports.install()
     devices.install(npu)
     library.install()
+    topk.install()
     backend.set_npu_stand_in(_SimulatorStandIn())
     artefacts.set_emulated_npu(True)
     _share_with_children()

@@ -23,6 +23,8 @@ import functools
 
 import torch
 
+from . import uniform
+
 NPU = "npu"
 _CPU = "cpu"
 _libraries: list = []  # keep the kernel registrations alive for the life of the process
@@ -84,6 +86,7 @@ def _register_cpu_allocation() -> None:
 
     lib.impl("empty.memory_format", empty_memory_format, "PrivateUse1")
     lib.impl("empty_strided", empty_strided, "PrivateUse1")
+    uniform.register(lib)
     _libraries.append(lib)
 
 

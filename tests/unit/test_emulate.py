@@ -358,3 +358,57 @@ def test_npu_trans_quant_param_packs_masked_fp32_scales_in_int64():
         npu_trans_quant_param(torch.ones(2, 3))
     with pytest.raises(NotImplementedError):
         npu_trans_quant_param(torch.ones(3), torch.zeros(3))
+
+
+def test_npu_rand_fills_integer_dtypes_with_the_discrete_uniform_over_0_1(tmp_path):
+    run(tmp_path, """
+import pytest, torch
+
+for dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8):
+    ids = torch.rand((3, 5), dtype=dtype, device="npu:0")
+    assert ids.dtype == dtype and ids.shape == (3, 5)
+    assert torch.equal(ids, torch.zeros(3, 5, dtype=dtype))
+# floating dtypes draw exactly what CPU torch draws from the same generator state
+torch.manual_seed(7)
+on_npu = torch.rand((4, 6), dtype=torch.bfloat16, device="npu")
+torch.manual_seed(7)
+torch.testing.assert_close(on_npu, torch.rand((4, 6), dtype=torch.bfloat16), rtol=0, atol=0)
+g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+torch.testing.assert_close(torch.rand(8, generator=g1, device="npu"), torch.rand(8, generator=g2),
+                           rtol=0, atol=0)
+# the CPU refuses integer dtypes, and the device's uniform has no bool
+with pytest.raises(NotImplementedError, match="check_uniform_bounds"):
+    torch.rand(3, dtype=torch.int32)
+with pytest.raises(NotImplementedError, match="check_uniform_bounds"):
+    torch.rand(3, dtype=torch.bool, device="npu")
+""")
+
+
+def test_topk_returns_the_npu_order_sorted_and_ties_lowest_index_first(tmp_path):
+    run(tmp_path, """
+import torch
+
+def npu_order(row, k, largest):
+    # written out: larger (smaller) first, equal values by lower index
+    keyed = sorted(range(len(row)), key=lambda i: ((-row[i]) if largest else row[i], i))
+    return keyed[:k]
+
+torch.manual_seed(0)
+# few distinct values, so every row has ties, and the k-th value is tied across the cut
+x = torch.randint(0, 6, (16, 160)).float() / 4
+for largest in (True, False):
+    want = torch.tensor([npu_order(r, 8, largest) for r in x.tolist()])
+    for got in (torch.topk(x, 8, -1, largest, False),
+                torch.topk(x, k=8, dim=-1, largest=largest, sorted=False),
+                torch.topk(x, 8, largest=largest),
+                x.topk(8, -1, largest, True),
+                x.topk(8, dim=-1, largest=largest, sorted=False)):
+        assert torch.equal(got.indices, want)
+        assert torch.equal(got.values, x.gather(-1, want))
+# another dim, and out=
+values, indices = torch.empty(0), torch.empty(0, dtype=torch.long)
+got = torch.topk(x.t(), 3, dim=0, out=(values, indices))
+want = torch.tensor([npu_order(r, 3, True) for r in x.tolist()]).t()
+assert torch.equal(indices, want) and torch.equal(got.indices, want)
+assert torch.equal(values, x.t().gather(0, want))
+""")
