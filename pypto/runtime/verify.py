@@ -10,7 +10,7 @@ The first stage whose results diverge is reported with the first op whose output
 
 ``set_verify_golden_data(goldens=[...])`` adds one more check to the next verified call: each
 argument whose golden is not None must match it (upstream's coarse check against the user's own
-reference results).
+reference results). Each verified call is logged (`verify_log`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from ..ir import expr as E
 from ..ir.graph import iter_ops
 from .execute import LoweredExecutor
 from .reference import ReferenceExecutor
+from . import verify_log
+from .verify_data import describe_goldens, verify_datas
 
 
 class PassVerifyError(KernelRuntimeError):
@@ -82,7 +84,9 @@ def verify(compiled, tensors, env, options, real_run):
     goldens = _pending["goldens"]
     if goldens is not None:
         _pending["goldens"] = None  # they belong to this call only
+        verify_datas.reset()
         report.append(_compare_goldens(goldens, tensors, program, rtol, atol))
+    verify_log.record(compiled.name, report, rtol, atol)
     for r in report:
         if not r.ok:
             against = "the goldens of set_verify_golden_data" if r.stage == "golden" else "the tensor-graph reference"
@@ -106,6 +110,7 @@ def set_verify_golden_data(in_out_tensors=None, goldens=None) -> None:
     loc = user_loc(2)
     if goldens is not None:
         _pending["goldens"] = [_cpu_tensor(g, f"goldens[{i}]", loc) for i, g in enumerate(goldens)]
+        describe_goldens(_pending["goldens"])
     if in_out_tensors is not None:
         _pending["in_out"] = [_cpu_tensor(t, f"in_out_tensors[{i}]", loc) for i, t in enumerate(in_out_tensors)]
 

@@ -7,6 +7,7 @@ compile again at its next call), as upstream's test set-ups expect.
 
 from .. import function
 from ..jit import JitFunction, jit
+from ...runtime import setup_verify_data  # noqa: F401 - upstream's name in this module
 
 JitCallableWrapper = JitFunction
 
