@@ -10,7 +10,8 @@ The first stage whose results diverge is reported with the first op whose output
 
 ``set_verify_golden_data(goldens=[...])`` adds one more check to the next verified call: each
 argument whose golden is not None must match it (upstream's coarse check against the user's own
-reference results). Each verified call is logged (`verify_log`).
+reference results). Values compare by upstream's precision rule with ``pass_verify_error_tol``
+(`_close`). Each verified call is logged (`verify_log`).
 """
 
 from __future__ import annotations
