@@ -419,7 +419,7 @@ _TABLE: tuple[OptionSpec, ...] = (
     _o("verify", "pass_verify_save_tensor_dir", "str", "", "Folder for them ('' = output/output_<time>)."),
     _o("verify", "pass_verify_pass_filter", "list_str", _VERIFY_PASSES,
        "Passes to verify (['all'] = every pass, [] = tensor graph only)."),
-    _o("verify", "pass_verify_error_tol", "float_pair", (1e-3, 1e-3), "[rtol, atol] of pass verify."),
+    _o("verify", "pass_verify_error_tol", "float_pair", (1e-3, 1e-3), "[rtol, atol] of pass verify (upstream's rule)."),
     _o("debug", "compile_debug_mode", "int", 0, "1: dump graphs after every pass; 2: also keep code at "
        "a fixed path.", (0, 2)),
     _o("debug", "runtime_debug_mode", "int", 0, "1 swimlane data, 2 host AICORE model, 3 dependency "

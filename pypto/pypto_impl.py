@@ -18,10 +18,12 @@ implementation:
   `pypto.reset_options`) and global configuration keys (`pypto.set_global_config`).
 * ``RecordFunc``: the recording behind ``with pypto.function(...)``.
 * ``log_debug`` ... ``log_fatal``: the package's logger (`pypto.logging`).
+* ``DeviceInit()``: opens the simulator's device session; ``LogTopFolder()``: the process's output
+  folder, where the pass-verify log goes (``verify/interpreter.log``).
 
 Upstream's IR bindings (``pypto_impl.ir``: IR nodes, builders, structural equality), its device
-and profiling entry points (``DeviceInit``, ``LogTopFolder``, the cost-model runs) and the tile
-operations other than ``ScalarDivS`` are not part of this module.
+and profiling entry points other than ``DeviceInit`` and ``LogTopFolder`` (the cost-model runs) and
+the tile operations other than ``ScalarDivS`` are not part of this module.
 """
 
 from __future__ import annotations
@@ -141,7 +143,28 @@ def SetVerifyData(inputs: Sequence[DeviceTensorData], outputs: Sequence[DeviceTe
                                   expected=tensor.GetShape(), got=golden.GetShape(), param=f"goldens[{i}]", loc=loc)
     from .runtime.verify import set_verify_golden_data
 
-    set_verify_golden_data([t.read() for t in tensors] or None, [g.read() for g in goldens])
+    # fewer goldens than tensors: the rest compare nothing; none at all: nothing to compare
+    golden_data = [g.read() for g in goldens]
+    golden_data += [None] * (len(tensors) - len(golden_data)) if golden_data else []
+    set_verify_golden_data([t.read() for t in tensors] or None, golden_data or None)
+
+
+def DeviceInit() -> None:  # noqa: N802 - upstream's name
+    """Open the device session (`pypto.runtime._device_init`; the device is the simulator)."""
+    from .runtime import _device_init
+
+    _device_init()
+
+
+def LogTopFolder() -> str:  # noqa: N802 - upstream's name
+    """This process's output folder (`pypto.artefacts.output_folder`), made if needed. Asking for it
+    also starts keeping the pass-verify log there (``verify/interpreter.log``, `runtime.verify_log`)."""
+    from .artefacts import output_folder
+    from .runtime import verify_log
+
+    folder = output_folder()
+    verify_log.open_in(folder)
+    return folder
 
 
 def SetGlobalConfig(values: Mapping[str, object]) -> None:  # noqa: N802 - upstream's name
@@ -171,5 +194,5 @@ def SetGlobalConfig(values: Mapping[str, object]) -> None:  # noqa: N802 - upstr
 
 
 __all__ = ["ExternalError", "Element", "ScalarDivS", "GetCompilerMonitorTotalElapsed", "DeviceTensorData",
-           "SetVerifyData", "TileL1Info", "TileL0Info", "SetGlobalConfig", "RecordFunc", "log_debug", "log_info",
-           "log_warn", "log_error", "log_event", "log_fatal"]
+           "SetVerifyData", "DeviceInit", "LogTopFolder", "TileL1Info", "TileL0Info", "SetGlobalConfig", "RecordFunc",
+           "log_debug", "log_info", "log_warn", "log_error", "log_event", "log_fatal"]

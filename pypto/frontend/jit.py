@@ -35,6 +35,7 @@ from ..runtime.execute import LoweredExecutor
 from ..runtime.verify import verify
 from .checks import check_source
 from .compile import monitor_compile
+from .execute_hook import ExecuteHookType, ExecutionSteps
 from .launcher import make_binder
 from .host_tensor import HostTensor
 from .control import global_tiles
@@ -104,11 +105,12 @@ class _EveryKernelsVersions:
 _LIVE_KERNELS: "weakref.WeakSet" = weakref.WeakSet()
 
 
-class JitFunction:
+class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
     """A kernel compiled on first use and cached per static signature.
 
     Call it with torch tensors (CPU; numpy arrays work too) for the tensor parameters, then the
-    compile-time constants. Inspect it with `cache_info`, `inspect` and `last_run`.
+    compile-time constants. Inspect it with `cache_info`, `inspect` and `last_run`. Upstream's
+    call steps (``_execute_kernel``, ``compile``, ...) and their hook: `execute_hook`.
     """
 
     _kernel_module_cache = _EveryKernelsVersions()

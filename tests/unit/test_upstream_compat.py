@@ -82,6 +82,8 @@ def test_test_file_outcomes_and_out_of_scope_cases():
     (Failure("ModuleNotFoundError", "No module named 'pypto.pypto_impl'", source_line="from pypto.pypto_impl import ir"),
      "pypto.pil"),
     (Failure("AttributeError", "module 'pypto' has no attribute 'distributed'"), "pypto.distributed"),
+    (Failure("AssertionError", "Regex pattern did not match.",
+             context="AttributeError: module 'pypto.ir' has no attribute 'IRBuilder'"), "pypto.pil"),
     (Failure("ModuleNotFoundError", "No module named 'pypto_pro'"), "pypto_pro"),
     (MISSING, None), (TILE, None), (None, None),
 ])
@@ -194,3 +196,18 @@ def test_checks_count_only_calls_from_upstream_files(monkeypatch):
     monkeypatch.setattr(checks, "_root", ["/nowhere/"])
     allclose(1, 2)  # a call from outside the upstream tree does not count
     assert t.calls == 4
+
+
+def test_a_failure_remembers_the_error_it_was_raised_while_handling(tmp_path):
+    from compat.failures import from_exception
+
+    try:
+        try:
+            raise AttributeError("module 'pypto.ir' has no attribute 'IRBuilder'")
+        except AttributeError:
+            raise AssertionError("Regex pattern did not match.") from None
+    except AssertionError as e:
+        failure = from_exception(e, str(tmp_path), str(tmp_path / "pypto"))
+    assert failure.context == "AttributeError: module 'pypto.ir' has no attribute 'IRBuilder'"
+    assert out_of_scope(failure).startswith("pypto.pil")
+    assert Failure.from_dict(failure.to_dict()) == failure

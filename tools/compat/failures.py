@@ -15,7 +15,8 @@ import traceback
 from dataclasses import asdict, dataclass
 
 # Features the harness does not expect this package to provide yet (docs/COMPAT.md explains).
-# A failure needs one when its message, or the upstream source line it was raised from, names it.
+# A failure needs one when its message, the upstream source line it was raised from, or the
+# exception being handled when it was raised, names it.
 OUT_OF_SCOPE: dict[str, re.Pattern] = {
     "pypto.pil / pypto.ir internals (C++ IR bindings)": re.compile(
         r"\bpypto\.(pil|ir)\b|pypto_impl\.ir\b|pypto_impl import [^\n]*\bir\b"
@@ -39,6 +40,7 @@ class Failure:
     upstream_where: str = ""  # innermost frame in upstream's own files
     source_line: str = ""  # upstream's source line at upstream_where
     origin: str = ""  # pypto | upstream | torch | numpy | python | other
+    context: str = ""  # ``Type: message`` of the exception being handled when this one was raised
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,7 +82,9 @@ def out_of_scope(failure: Failure | None) -> str | None:
     """The out-of-scope feature this failure needs, or ``None``."""
     if failure is None:
         return None
-    text = f"{failure.headline()}\n{failure.source_line}"
+    # a failure raised while handling one that needs an out-of-scope feature (pytest.raises
+    # seeing another error than the one it expects) needs that feature too
+    text = f"{failure.headline()}\n{failure.source_line}\n{failure.context}"
     for feature, pattern in OUT_OF_SCOPE.items():
         if pattern.search(text):
             return feature
@@ -142,4 +146,7 @@ def from_exception(exc: BaseException, upstream_root: str, pypto_root: str) -> F
         where = f"{_rel(exc.filename, upstream_root, pypto_root)}:{exc.lineno}"
     message = first_line(str(exc)) if not isinstance(exc, SystemExit) else f"exit code {exc.code!r}"
     message = clean_paths(message, upstream_root, pypto_root)
-    return Failure(type(exc).__name__, message, where, upstream_where, source[:_MAX_MESSAGE], origin)
+    handled = exc.__cause__ or exc.__context__  # also under "from None" (pytest.raises uses it)
+    context = "" if handled is None else clean_paths(f"{type(handled).__name__}: {first_line(str(handled))}",
+                                                     upstream_root, pypto_root)
+    return Failure(type(exc).__name__, message, where, upstream_where, source[:_MAX_MESSAGE], origin, context)
