@@ -19,7 +19,8 @@ import math
 
 from .._lazy import torch
 
-from ..dtypes import (DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8)
+from ..dtypes import (DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8,
+                      SUPPORTED_DTYPES)
 from ..errors import DTypeError, ShapeError
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
@@ -35,9 +36,10 @@ INDEX_PUT_INDEX_DTYPES = (DT_INT8, DT_UINT8, DT_INT16, DT_INT32, DT_INT64)
 FILLPAD_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT8, DT_INT16, DT_INT32, DT_UINT8)
 GATHERMASK_DTYPES = (DT_INT16, DT_INT32, DT_FP16, DT_BF16, DT_FP32)
 INDEX_ADD_UB_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT16, DT_INT32)
-# the docs list fp32/fp16, but the op only moves rows and upstream's own bf16 KV caches (DeepSeek V4
-# sparse compress attention) go through it: bf16 is accepted as upstream's kernel does
-GATHER_IN_UB_DTYPES = (DT_FP32, DT_FP16, DT_BF16)
+# the docs list fp32/fp16, but the op only moves rows: upstream's device kernel copies elements of
+# any type, its frontend checks none, and its own models gather bf16 KV caches (DeepSeek V4) and
+# int8 quantized ones (DeepSeek V3.2) with it. Every dtype this build computes with is accepted.
+GATHER_IN_UB_DTYPES = SUPPORTED_DTYPES
 GATHER_IN_L1_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT8)
 # pattern_mode -> (first element, step) along the last dim
 _PATTERNS = {1: (0, 2), 2: (1, 2), 3: (0, 4), 4: (1, 4), 5: (2, 4), 6: (3, 4), 7: (0, 1)}
