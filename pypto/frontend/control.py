@@ -32,8 +32,31 @@ def _bounds(args, loc):
     return start, stop, step
 
 
+class IgnoredLoopOptionWarning(UserWarning):
+    """A keyword ``pypto.loop`` / ``loop_unroll`` does not know: ignored, as upstream ignores it."""
+
+
+_LOOP_OPTIONS = ("name", "idx_name", "unroll_list", "submit_before_loop", "parallel")
+
+
+def _warn_ignored(op: str, others: dict, loc) -> None:
+    """Upstream's loops take any keyword and read only theirs: an unknown one is ignored there, so
+    it is accepted here too, with a warning naming it (a misspelt option changes nothing)."""
+    import difflib
+    import warnings
+
+    for key in others:
+        close = difflib.get_close_matches(key, _LOOP_OPTIONS, n=1, cutoff=0.5)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        message = f"{op}: unknown keyword '{key}' is ignored{hint}; options: {', '.join(_LOOP_OPTIONS)}"
+        if loc is None:
+            warnings.warn(message, IgnoredLoopOptionWarning, stacklevel=3)
+        else:
+            warnings.warn_explicit(message, IgnoredLoopOptionWarning, loc.file, loc.line)
+
+
 def loop(*args, name: str | None = None, idx_name: str | None = None, unroll_list=None,
-         submit_before_loop: bool = False, parallel: bool = False):
+         submit_before_loop: bool = False, parallel: bool = False, **others):
     """A runtime loop: ``for i in pypto.loop(stop)`` or ``pypto.loop(start, stop, step)``.
 
     Bounds may be symbolic; the index is a SymbolicScalar. ``unroll_list`` is upstream's hint to
@@ -43,6 +66,8 @@ def loop(*args, name: str | None = None, idx_name: str | None = None, unroll_lis
     """
     loc = user_loc(2)
     tracer = require("pypto.loop")
+    if others:
+        _warn_ignored("pypto.loop", others, loc)
     start, stop, step = _bounds(args, loc)
     if unroll_list is not None:
         _factors(unroll_list, loc)
@@ -50,7 +75,7 @@ def loop(*args, name: str | None = None, idx_name: str | None = None, unroll_lis
 
 
 def loop_unroll(*args, unroll_list=(1,), name: str | None = None, idx_name: str | None = None,
-                submit_before_loop: bool = False, parallel: bool = False):
+                submit_before_loop: bool = False, parallel: bool = False, **others):
     """A runtime loop traced once per unroll factor: ``for i, f in pypto.loop_unroll(n, unroll_list=[4])``.
 
     Factors are used largest first; the body for factor ``f`` must process ``f`` steps starting
@@ -58,6 +83,8 @@ def loop_unroll(*args, unroll_list=(1,), name: str | None = None, idx_name: str 
     """
     loc = user_loc(2)
     tracer = require("pypto.loop_unroll")
+    if others:
+        _warn_ignored("pypto.loop_unroll", others, loc)
     start, stop, step = _bounds(args, loc)
     return _trace(tracer, loc, start, stop, step, _factors(unroll_list, loc), True, name, idx_name,
                   submit_before_loop, parallel)

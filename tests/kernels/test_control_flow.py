@@ -583,3 +583,26 @@ def test_a_symbol_nothing_binds_reads_zero():
     want = x * 2.0
     want[0] = 0.0
     torch.testing.assert_close(out, want)
+
+
+# ---- keywords the loops do not know: ignored (as upstream), with a warning ------------------------
+
+@pypto.frontend.jit
+def unknown_loop_keywords(x: pypto.Tensor([D, COLS], FP32), out: pypto.Tensor([D, COLS], FP32)):
+    pypto.set_vec_tile_shapes(ROWS, COLS)
+    for i, f in pypto.loop_unroll(0, pypto.ceildiv(x.shape[0], ROWS), 1, name="rows", idx="i",
+                                  unroll_list=[2]):
+        for _ in pypto.loop(1, sched="fast"):
+            rows = pypto.view(x, [ROWS * f, COLS], [i * ROWS, 0])
+            pypto.assemble(rows * 2.0, [i * ROWS, 0], out)
+
+
+def test_unknown_loop_keywords_are_ignored_with_a_warning():
+    x, out = _rand(12, COLS, seed=3), torch.zeros(12, COLS)
+    with pytest.warns(pypto.frontend.control.IgnoredLoopOptionWarning) as rec:
+        unknown_loop_keywords(x, out)
+    _exact(out, x * 2.0)
+    messages = sorted(str(w.message) for w in rec)
+    assert any("'idx'" in m and "did you mean 'idx_name'" in m for m in messages)
+    assert any("'sched'" in m for m in messages)
+    assert all(w.filename == __file__ for w in rec)  # at the kernel's line
