@@ -277,10 +277,10 @@ def gather_in_ub(param, indices, block_table, block_size, axis=-2):
 def gather_in_l1(src, indices, block_table, block_size, size, is_b_matrix=False, is_trans=False):
     """The first ``size`` elements of the rows of a paged ``src [tokens, d]`` picked by the
     logical token ids in ``indices [1, n]`` (addressed through ``block_table`` as in
-    `gather_in_ub`): ``[n, size]``, or ``[size, n]`` with ``is_trans``. Upstream loads the rows
-    into L1 (``is_b_matrix`` lays them out as a matmul B operand); the placement and layout are
-    not modelled: here it is a whole-tensor GM->GM op. ``src`` is the cache's base, as in
-    `gather_in_ub`.
+    `gather_in_ub`): ``[n, size]``. Upstream loads the rows into L1, where ``is_b_matrix`` and
+    ``is_trans`` choose the layout of a matmul operand; the result is ``[n, size]`` either way
+    (the flags are layout, not shape). Placement and layout are not modelled: here it is a
+    whole-tensor GM->GM op. ``src`` is the cache's base, as in `gather_in_ub`.
     """
     _paged_args("gather_in_l1", src, indices, block_table, block_size, GATHER_IN_L1_DTYPES, (DT_INT32, DT_INT64))
     v, iv = src._value, indices._value
@@ -295,8 +295,6 @@ def gather_in_l1(src, indices, block_table, block_size, size, is_b_matrix=False,
             raise ShapeError(f"pypto.experimental.gather_in_l1: '{name}' must be a bool", got=repr(flag),
                              param=name, loc=loc())
     shape, valid = (iv.shape[1], size), (iv.valid_shape[1], size)
-    if is_trans:
-        shape, valid = shape[::-1], valid[::-1]
     return emit("gather_in_l1", [src, indices, block_table], [(src.dtype, shape, valid)],
                 {"block_size": block_size, "size": size, "is_trans": is_trans, "is_b_matrix": is_b_matrix})
 
@@ -319,7 +317,6 @@ def _gather_in_ub(ins, attrs, ev):
 
 @register("gather_in_l1", kind="vector", dtypes=GATHER_IN_L1_DTYPES)
 def _gather_in_l1(ins, attrs, ev):
-    """The first ``size`` columns of the rows at the physical positions (transposed with is_trans)."""
+    """The first ``size`` columns of the rows at the physical positions (is_trans is layout only)."""
     x, idx, table = ins
-    rows = _paged_rows("gather_in_l1", x, idx, table, attrs["block_size"])[:, :attrs["size"]]
-    return rows.t().contiguous() if attrs["is_trans"] else rows
+    return _paged_rows("gather_in_l1", x, idx, table, attrs["block_size"])[:, :attrs["size"]]

@@ -275,9 +275,8 @@ def test_gather_in_l1(dtype, trans):
     src, table = data((12, 10), dtype), torch.tensor([[2, 0, 1]], dtype=I32)
     idx = torch.tensor([[11, 3, 0, 6]], dtype=I64)
 
-    def want(s, i, t):
-        rows = _paged(s, i, t, 4)[:, :6]
-        return rows.t() if trans else rows
+    def want(s, i, t):  # [n, size] whatever the L1 layout flags say (as upstream)
+        return _paged(s, i, t, 4)[:, :6]
 
     check_op(lambda s, i, t: pypto.experimental.gather_in_l1(s, i, t, 4, 6, False, trans), [src, idx, table], want)
 
