@@ -149,6 +149,7 @@ class Tracer:
         self._names: dict[str, int] = {}
         self.host_bindings: list = []  # declared tensors made handles by .move() while tracing
         self.aliases = InplaceAliases(self)  # names of one memory made by reshape(..., inplace=True)
+        self.cache_policies: dict = {}  # root value id -> CachePolicies (Tensor.set_cache_policy)
 
     # ---- activation ----------------------------------------------------------------------------
     def __enter__(self):

@@ -7,9 +7,6 @@ body: Python runs the body as often as there are paths, each time recording into
 
 from __future__ import annotations
 
-import difflib
-import warnings
-
 from ..errors import KernelSyntaxError, ShapeError, user_loc
 from ..ir import expr as E
 from ..ir.graph import Loop
@@ -35,37 +32,50 @@ def _bounds(args, loc):
     return start, stop, step
 
 
+class IgnoredLoopOptionWarning(UserWarning):
+    """A keyword ``pypto.loop`` / ``loop_unroll`` does not know: ignored, as upstream ignores it."""
+
+
+_LOOP_OPTIONS = ("name", "idx_name", "unroll_list", "submit_before_loop", "parallel")
+
+
+def _warn_ignored(op: str, others: dict, loc) -> None:
+    """Upstream's loops take any keyword and read only theirs: an unknown one is ignored there, so
+    it is accepted here too, with a warning naming it (a misspelt option changes nothing)."""
+    import difflib
+    import warnings
+
+    for key in others:
+        close = difflib.get_close_matches(key, _LOOP_OPTIONS, n=1, cutoff=0.5)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        message = f"{op}: unknown keyword '{key}' is ignored{hint}; options: {', '.join(_LOOP_OPTIONS)}"
+        if loc is None:
+            warnings.warn(message, IgnoredLoopOptionWarning, stacklevel=3)
+        else:
+            warnings.warn_explicit(message, IgnoredLoopOptionWarning, loc.file, loc.line)
+
+
 def loop(*args, name: str | None = None, idx_name: str | None = None, unroll_list=None,
-         submit_before_loop: bool = False, parallel: bool = False, **unknown):
+         submit_before_loop: bool = False, parallel: bool = False, **others):
     """A runtime loop: ``for i in pypto.loop(stop)`` or ``pypto.loop(start, stop, step)``.
 
     Bounds may be symbolic; the index is a SymbolicScalar. ``unroll_list`` is upstream's hint to
     compile unrolled copies of the body; the body still handles one iteration and the index is
     yielded alone (as upstream), so here it is checked and otherwise changes nothing. Use
-    `loop_unroll` to write a body per unroll factor. An unknown keyword is ignored with a warning
-    (upstream ignores it silently, and its own programs misspell some).
+    `loop_unroll` to write a body per unroll factor.
     """
     loc = user_loc(2)
-    if unknown:
-        _warn_unknown("pypto.loop", unknown, ("name", "idx_name", "unroll_list", "submit_before_loop", "parallel"),
-                      loc)
     tracer = require("pypto.loop")
+    if others:
+        _warn_ignored("pypto.loop", others, loc)
     start, stop, step = _bounds(args, loc)
     if unroll_list is not None:
         _factors(unroll_list, loc)
     return _trace(tracer, loc, start, stop, step, (1,), False, name, idx_name, submit_before_loop, parallel)
 
 
-def _warn_unknown(what, unknown, known, loc) -> None:
-    close = {k: difflib.get_close_matches(k, known, n=1, cutoff=0.6) for k in unknown}
-    said = ", ".join(f"'{k}'" + (f" (did you mean '{close[k][0]}'?)" if close[k] else "") for k in unknown)
-    warnings.warn_explicit(f"{what}: ignoring unknown keyword argument(s) {said}; it takes "
-                           f"{', '.join(known)}", UserWarning, loc.file if loc else "<kernel>",
-                           loc.line if loc else 0)
-
-
 def loop_unroll(*args, unroll_list=(1,), name: str | None = None, idx_name: str | None = None,
-                submit_before_loop: bool = False, parallel: bool = False):
+                submit_before_loop: bool = False, parallel: bool = False, **others):
     """A runtime loop traced once per unroll factor: ``for i, f in pypto.loop_unroll(n, unroll_list=[4])``.
 
     Factors are used largest first; the body for factor ``f`` must process ``f`` steps starting
@@ -73,6 +83,8 @@ def loop_unroll(*args, unroll_list=(1,), name: str | None = None, idx_name: str 
     """
     loc = user_loc(2)
     tracer = require("pypto.loop_unroll")
+    if others:
+        _warn_ignored("pypto.loop_unroll", others, loc)
     start, stop, step = _bounds(args, loc)
     return _trace(tracer, loc, start, stop, step, _factors(unroll_list, loc), True, name, idx_name,
                   submit_before_loop, parallel)

@@ -49,7 +49,8 @@ class HostTensor(Tensor):
     """A tensor declared outside any kernel (``pypto.tensor(shape, dtype, name)``) or wrapping host
     data (``pypto.from_torch``). Inside ``pypto.function`` it stands for the function argument."""
 
-    __slots__ = ("_dims", "_dtype", "_name", "_format", "_data", "_ori_shape", "_symbol_prefix", "__weakref__")
+    __slots__ = ("_dims", "_dtype", "_name", "_format", "_data", "_ori_shape", "_symbol_prefix", "_policies",
+                 "__weakref__")
 
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
@@ -103,6 +104,16 @@ class HostTensor(Tensor):
 
     def _holds_nothing(self) -> bool:
         return self._bound_value() is None
+
+    def _cache_policies(self):
+        """A declared tensor is its own memory: its policies live on it, inside a function or not."""
+        try:
+            return self._policies
+        except AttributeError:
+            from .cache_policy import CachePolicies
+
+            self._policies = CachePolicies()
+            return self._policies
 
     def move(self, other: Tensor) -> "HostTensor":
         """Inside a function whose argument this is: write ``other`` over it. A declared tensor that

@@ -4,8 +4,9 @@
 ``pypto.DYN`` (runtime size, never recompiles), ``pypto.STATIC`` (size taken from the call, a new
 size compiles a new version), an int (only that size), ``pypto.frontend.dynamic("N")`` (a named
 dynamic dim: every dim named N must agree at a call) or ``...`` in last place (the remaining dims
-are static). ``pypto.Tensor()`` / ``pypto.Tensor[...]`` take every dim (static) and the dtype from
-the call.
+are static). As upstream, a list of markers and sizes with at least one STATIC / DYNAMIC marker
+also accepts a tensor of higher rank (as if it ended in ``...``); sizes alone fix the rank.
+``pypto.Tensor()`` / ``pypto.Tensor[...]`` take every dim (static) and the dtype from the call.
 """
 
 from __future__ import annotations
@@ -207,7 +208,18 @@ def parse_annotation(ann, param: str, index: int, loc: SourceLoc | None) -> Tens
                                   expected="an int, pypto.DYNAMIC, pypto.DYN, pypto.STATIC, "
                                            "pypto.frontend.dynamic('N') or ... (last)",
                                   got=repr(d), param=param, loc=loc)
+    if not rest and _marker_form(raw):
+        rest = True
     return TensorSpec(param, index, tuple(dims), rest, dtype)
+
+
+def _marker_form(raw) -> bool:
+    """Upstream's marker form: STATIC / DYNAMIC markers and sizes only, at least one marker. It
+    constrains the leading dims and, as if it ended in ``...``, accepts a tensor of higher rank
+    whose further dims are static. A list of sizes alone (or one naming a dynamic dim) fixes the
+    rank exactly."""
+    return any(isinstance(d, StatusType) for d in raw) and all(
+        isinstance(d, StatusType) or (isinstance(d, int) and not isinstance(d, bool)) for d in raw)
 
 
 def _signature(fn, scope_locals: dict):

@@ -214,6 +214,23 @@ class Tensor:
         """True for the empty ``pypto.tensor()`` handle (before a ``move`` gives it a value)."""
         return _is_empty_handle(self)
 
+    # ---- cache policies (hints for the hardware's L2; recorded, no effect on numbers) -------------
+    def set_cache_policy(self, policy, value) -> None:
+        """Enable (``value=True``) or disable a ``pypto.CachePolicy`` on this tensor's memory (its
+        views share it). PREFETCH and NONE_CACHEABLE exclude each other: the first one set stays."""
+        self._cache_policies().set(policy, value)
+
+    def get_cache_policy(self, policy) -> bool:
+        """Whether ``policy`` (a ``pypto.CachePolicy``) is enabled on this tensor's memory."""
+        return self._cache_policies().get(policy)
+
+    def _cache_policies(self):
+        from .builder import require
+        from .cache_policy import CachePolicies
+
+        tracer = require("Tensor.set_cache_policy")
+        return tracer.cache_policies.setdefault(self._value.root.id, CachePolicies())
+
     @property
     def format(self):
         """The layout: ``TileOpFormat.TILEOP_ND`` (traced tensors are always ND here)."""

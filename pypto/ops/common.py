@@ -170,8 +170,11 @@ def emit(kind: str, inputs, outs, attrs=None, names=None, value_kind: str = "op"
 
 # ops of other kinds whose tiling upstream also checks against the vector tile (fill, range, random)
 _TILED_CREATE = frozenset({"full", "arange", "uniform", "normal"})
-# ops upstream checks against their last input (the values put or added), not their target
-_TILED_BY_LAST_INPUT = frozenset({"index_put", "index_add"})
+# index_add is tiled over the source it adds (its last input here), not its target
+_TILED_BY_LAST_INPUT = frozenset({"index_add"})
+# index_put tiles the index tensors and the leading dim of the values it writes; a shorter tile
+# is completed with the values' own trailing dims (they stay whole), so one size is enough
+_TILED_BY_INDICES = frozenset({"index_put"})
 
 
 def check_vec_tile(tracer, kind, inputs, outs, where):
@@ -180,8 +183,9 @@ def check_vec_tile(tracer, kind, inputs, outs, where):
     As upstream, a tile may have more sizes than that tensor has dims: a rank-R tensor uses the
     first R sizes (`passes.expand.leading_tile`), so one ``set_vec_tile_shapes`` serves ops of
     lower rank too. The tiled tensor is the larger of the first input and the first output (a
-    reduction is tiled over its input, a broadcast over its output); index_put and index_add are
-    tiled over the values they write (their last input).
+    reduction is tiled over its input, a broadcast over its output); index_add is tiled over the
+    source it adds (its last input), index_put over its 1-D index tensors (the values' trailing
+    dims the tile does not name stay whole, as upstream documents).
     """
     tile = tracer.vec_tile
     if tile is None:
@@ -191,6 +195,8 @@ def check_vec_tile(tracer, kind, inputs, outs, where):
         return
     if kind in _TILED_BY_LAST_INPUT:
         rank = inputs[-1]._value.rank
+    elif kind in _TILED_BY_INDICES:
+        rank = 1
     else:
         rank = max(inputs[0]._value.rank if inputs else 0, len(outs[0][1]) if outs else 0)
     if len(tile) < rank:

@@ -19,7 +19,8 @@ uses ``scale[.., k // 64, (k % 64) // 32]``. Simplifications of this build:
 ``conv`` (1-D / 2-D / 3-D convolution, torch semantics) is one whole-tensor task on an AIC core.
 
 ``transposed_batchmatmul(a [M, B, K], b [B, K, N], out_dtype)`` is ``permute(a) @ b`` permuted
-back to ``[M, B, N]``: built from permute (AIV) and a batched matmul (AIC), fp16/bf16 only.
+back to ``[M, B, N]``: built from permute (AIV) and a batched matmul (AIC), fp16/bf16 only. Its
+AIV ops run under a vector tile of their own (``TBMM_VEC_TILE``), whatever the caller has set.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from .._lazy import torch
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..ir import expr as E
-from .common import check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
+from .common import check_dtype, dims_equal, dtype_arg, emit, loc, require, tensor_arg
 from .matmul import matmul_dims
 from .registry import register
 
 SCALED_MM_IN = (DT_INT8, DT_FP16, DT_BF16)
 SCALED_MM_OUT = (DT_FP16, DT_BF16, DT_FP32)
 MX_BLOCK = 32  # elements along K sharing one scale
+TBMM_VEC_TILE = (1, 128, 128)  # upstream's fixed vector tile inside transposed_batchmatmul
 
 
 def _out_dtype(op, out_dtype, allowed):
@@ -150,9 +152,16 @@ def transposed_batchmatmul(tensor_a, tensor_b, out_dtype):
         raise ShapeError(f"pypto.experimental.{op}: operands must be a [M, B, K] and b [B, K, N]",
                          expected="a [M, B, K], b [B, K, N]", got=f"{E.render_dims(a.shape)} and "
                          f"{E.render_dims(b.shape)}", param="tensor_b", loc=loc())
-    prod = matmul(permute(tensor_a, (1, 0, 2)), tensor_b, DT_FP32)  # [B, M, N] on the cube
-    out = permute(prod, (1, 0, 2))
-    return cast(out, out_dt)
+    # as upstream, the op brings its own vector tile for its data movement and restores the
+    # caller's afterwards: the caller's tile (often 2-D, set for other ops) does not apply
+    tracer = require(f"pypto.experimental.{op}")
+    saved = tracer.vec_tile
+    tracer.vec_tile = TBMM_VEC_TILE
+    try:
+        prod = matmul(permute(tensor_a, (1, 0, 2)), tensor_b, DT_FP32)  # [B, M, N] on the cube
+        return cast(permute(prod, (1, 0, 2)), out_dt)
+    finally:
+        tracer.vec_tile = saved
 
 
 CONV_DTYPES = (DT_FP16, DT_BF16, DT_FP32)

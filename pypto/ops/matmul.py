@@ -12,8 +12,11 @@ from .fixpipe import apply_epilogue, parse_extend_params, round_to_tf32, scale_a
 from .registry import register
 
 # the cube table; DT_INT8 results (and DT_FP16 from int8) are (de)quantised on the way out (fixpipe.py)
-OUT_DTYPES = {DT_FP16: (DT_FP16, DT_FP32, DT_INT8), DT_BF16: (DT_BF16, DT_FP32, DT_INT8),
-              DT_FP32: (DT_FP32, DT_INT8), DT_INT8: (DT_INT32, DT_FP16, DT_INT8)}
+# first entry: the default. The docs' table pairs fp32 operands with an fp32 result only, but
+# upstream's frontend accepts any float result for float operands (the fp32 accumulator is
+# converted on the way out of L0C, rounding once) and its own models use fp32 -> bf16.
+OUT_DTYPES = {DT_FP16: (DT_FP16, DT_FP32, DT_BF16, DT_INT8), DT_BF16: (DT_BF16, DT_FP32, DT_FP16, DT_INT8),
+              DT_FP32: (DT_FP32, DT_FP16, DT_BF16, DT_INT8), DT_INT8: (DT_INT32, DT_FP16, DT_INT8)}
 
 
 def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matrix_nz=False,
@@ -21,9 +24,9 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
     """``input @ mat2`` on the cube unit, accumulating in fp32 (int32 for int8).
 
     Operands have equal rank 2 to 4; leading (batch) dims broadcast. ``a_trans``/``b_trans``
-    read an operand transposed. ``out_dtype`` follows the cube table: fp16 -> fp16/fp32,
-    bf16 -> bf16/fp32, fp32 -> fp32, int8 -> int32 (default: the first entry); int8 -> fp16
-    dequantises and any -> int8 quantises with a scale. ``extend_params`` may hold
+    read an operand transposed. ``out_dtype``: float operands (fp16 / bf16 / fp32) give any float
+    result (default: the operands' dtype), rounded once from the fp32 accumulator; int8 -> int32
+    (default); int8 -> fp16 dequantises and any -> int8 quantises with a scale. ``extend_params`` may hold
     ``bias_tensor``, ``relu_type``, ``scale`` / ``scale_tensor`` and ``trans_mode``: see
     `pypto.ops.fixpipe`.
     """

@@ -19,7 +19,8 @@ import math
 
 from .._lazy import torch
 
-from ..dtypes import (DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8)
+from ..dtypes import (DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8,
+                      SUPPORTED_DTYPES)
 from ..errors import DTypeError, ShapeError
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
@@ -35,9 +36,10 @@ INDEX_PUT_INDEX_DTYPES = (DT_INT8, DT_UINT8, DT_INT16, DT_INT32, DT_INT64)
 FILLPAD_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT8, DT_INT16, DT_INT32, DT_UINT8)
 GATHERMASK_DTYPES = (DT_INT16, DT_INT32, DT_FP16, DT_BF16, DT_FP32)
 INDEX_ADD_UB_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT16, DT_INT32)
-# the docs list fp32/fp16, but the op only moves rows and upstream's own bf16 KV caches (DeepSeek V4
-# sparse compress attention) go through it: bf16 is accepted as upstream's kernel does
-GATHER_IN_UB_DTYPES = (DT_FP32, DT_FP16, DT_BF16)
+# the docs list fp32/fp16, but the op only moves rows: upstream's device kernel copies elements of
+# any type, its frontend checks none, and its own models gather bf16 KV caches (DeepSeek V4) and
+# int8 quantized ones (DeepSeek V3.2) with it. Every dtype this build computes with is accepted.
+GATHER_IN_UB_DTYPES = SUPPORTED_DTYPES
 GATHER_IN_L1_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT8)
 # pattern_mode -> (first element, step) along the last dim
 _PATTERNS = {1: (0, 2), 2: (1, 2), 3: (0, 4), 4: (1, 4), 5: (2, 4), 6: (3, 4), 7: (0, 1)}
@@ -275,10 +277,10 @@ def gather_in_ub(param, indices, block_table, block_size, axis=-2):
 def gather_in_l1(src, indices, block_table, block_size, size, is_b_matrix=False, is_trans=False):
     """The first ``size`` elements of the rows of a paged ``src [tokens, d]`` picked by the
     logical token ids in ``indices [1, n]`` (addressed through ``block_table`` as in
-    `gather_in_ub`): ``[n, size]``, or ``[size, n]`` with ``is_trans``. Upstream loads the rows
-    into L1 (``is_b_matrix`` lays them out as a matmul B operand); the placement and layout are
-    not modelled: here it is a whole-tensor GM->GM op. ``src`` is the cache's base, as in
-    `gather_in_ub`.
+    `gather_in_ub`): ``[n, size]``. Upstream loads the rows into L1, where ``is_b_matrix`` and
+    ``is_trans`` choose the layout of a matmul operand; the result is ``[n, size]`` either way
+    (the flags are layout, not shape). Placement and layout are not modelled: here it is a
+    whole-tensor GM->GM op. ``src`` is the cache's base, as in `gather_in_ub`.
     """
     _paged_args("gather_in_l1", src, indices, block_table, block_size, GATHER_IN_L1_DTYPES, (DT_INT32, DT_INT64))
     v, iv = src._value, indices._value
@@ -293,8 +295,6 @@ def gather_in_l1(src, indices, block_table, block_size, size, is_b_matrix=False,
             raise ShapeError(f"pypto.experimental.gather_in_l1: '{name}' must be a bool", got=repr(flag),
                              param=name, loc=loc())
     shape, valid = (iv.shape[1], size), (iv.valid_shape[1], size)
-    if is_trans:
-        shape, valid = shape[::-1], valid[::-1]
     return emit("gather_in_l1", [src, indices, block_table], [(src.dtype, shape, valid)],
                 {"block_size": block_size, "size": size, "is_trans": is_trans, "is_b_matrix": is_b_matrix})
 
@@ -317,7 +317,6 @@ def _gather_in_ub(ins, attrs, ev):
 
 @register("gather_in_l1", kind="vector", dtypes=GATHER_IN_L1_DTYPES)
 def _gather_in_l1(ins, attrs, ev):
-    """The first ``size`` columns of the rows at the physical positions (transposed with is_trans)."""
+    """The first ``size`` columns of the rows at the physical positions (is_trans is layout only)."""
     x, idx, table = ins
-    rows = _paged_rows("gather_in_l1", x, idx, table, attrs["block_size"])[:, :attrs["size"]]
-    return rows.t().contiguous() if attrs["is_trans"] else rows
+    return _paged_rows("gather_in_l1", x, idx, table, attrs["block_size"])[:, :attrs["size"]]

@@ -115,6 +115,14 @@ def test_matmul_bias(dtype, out, bias_shape):
              lambda x, y, c: ref_mm(x, y) + c.float().reshape(-1), out_dtype=out)
 
 
+@pytest.mark.parametrize("dtype,out", [(FP32, BF16), (FP32, FP16), (FP16, BF16), (BF16, FP16)], ids=str)
+def test_matmul_float_result_of_another_float_dtype(dtype, out):
+    """The fp32 accumulator rounds once into any float result (upstream's models: fp32 -> bf16)."""
+    a, b = operand((6, 40), dtype, 1), operand((40, 5), dtype, 2)
+    got = check_op(lambda x, y: pypto.matmul(x, y, PT[out]), [a, b], ref_mm, out_dtype=out)[0]
+    assert got.dtype == out
+
+
 def test_matmul_tiled_rows_with_tail():
     """Row tiles of a DYNAMIC M (37 = 2 x 16 + 5) against a whole B."""
     a, b = operand((37, 20), FP32, 1), operand((20, 6), FP32, 2)
@@ -140,9 +148,9 @@ def test_matmul_rejects():
     err = check_raises(pypto.DTypeError, pypto.matmul, [a32, a32])  # int32 operands
     assert isinstance(err, TypeError)
     f32 = rand((4, 4))
-    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_FP16), [f32, f32])
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_INT32), [f32, f32])
     h = rand((4, 4), FP16)
-    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_BF16), [h, h])
+    check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_INT32), [h, h])
     i8 = rand((4, 4), I8)
     check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_INT8), [i8, i8])
     check_raises(pypto.DTypeError, pypto.matmul, [f32, h])  # mixed dtypes

@@ -166,6 +166,23 @@ def test_transposed_batchmatmul_unaligned():
     check_op(lambda x, y: pypto.experimental.transposed_batchmatmul(x, y, pypto.DT_FP16), [a, b], ref_tbmm)
 
 
+@pypto.jit
+def tbmm_under_2d_tile(a: pypto.Tensor([8, 2, 16], pypto.DT_FP16), b: pypto.Tensor([2, 16, 32], pypto.DT_FP16),
+                       x: pypto.Tensor([8, 32], pypto.DT_FP16)):
+    pypto.set_vec_tile_shapes(4, 16)  # the caller's 2-D tile, for the 2-D op after
+    c = pypto.experimental.transposed_batchmatmul(a, b, pypto.DT_FP16)
+    return c, pypto.exp(x)
+
+
+def test_transposed_batchmatmul_brings_its_own_vector_tile():
+    a, b, x = operand((8, 2, 16), FP16, 5), operand((2, 16, 32), FP16, 6), operand((8, 32), FP16, 7)
+    check_kernel(tbmm_under_2d_tile, [a, b, x], (ref_tbmm(a, b).to(FP16), x.exp()))
+    (snap,) = [p for p in tbmm_under_2d_tile.inspect(a, b, x).passes if p.name == "expand"]
+    ops = [op for ops in snap.graph for op in ops]
+    assert {op.outputs[0].shape for op in ops if op.kind == "permute"} == {(2, 1, 16), (8, 1, 32)}  # inputs by (1, 128, 128)
+    assert {op.outputs[0].shape for op in ops if op.kind == "exp"} == {(4, 16)}  # the caller's tile is back
+
+
 def test_transposed_batchmatmul_rejects():
     tb = pypto.experimental.transposed_batchmatmul
     f32a, f32b = rand((4, 2, 8)), rand((2, 8, 3))

@@ -105,7 +105,7 @@ def test_permute_tile_follows_the_input_dims():
 @pypto.jit
 def put_points(x: pypto.Tensor([8, 16], pypto.DT_FP32), i: pypto.Tensor([4], pypto.DT_INT32),
                j: pypto.Tensor([4], pypto.DT_INT32), v: pypto.Tensor([4], pypto.DT_FP32)):
-    pypto.set_vec_tile_shapes(4)  # index_put is tiled over its values (1-D), not over x
+    pypto.set_vec_tile_shapes(4)  # index_put is tiled over its 1-D indices, not over x
     pypto.index_put_(x, (i, j), v)
 
 
@@ -114,6 +114,28 @@ def test_index_put_is_tiled_over_its_values():
     i, j = torch.tensor([0, 7, 3, 3], dtype=torch.int32), torch.tensor([15, 0, 4, 5], dtype=torch.int32)
     want = x.clone().index_put_((i.long(), j.long()), v)
     check_kernel(put_points, [x, i, j, v], want, out=0)
+
+
+@pypto.jit
+def put_rows(x: pypto.Tensor([6, 3, 8], pypto.DT_FP32), i: pypto.Tensor([4], pypto.DT_INT32),
+             v: pypto.Tensor([4, 3, 8], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(2)  # one size: the values' trailing dims [3, 8] stay whole
+    pypto.index_put_(x, (i,), v, True)
+
+
+@pypto.jit
+def put_rows_2d_tile(x: pypto.Tensor([6, 3, 8], pypto.DT_FP32), i: pypto.Tensor([4], pypto.DT_INT32),
+                     v: pypto.Tensor([4, 3, 8], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(2, 3)  # completed to (2, 3, 8)
+    pypto.index_put_(x, (i,), v)
+
+
+@pytest.mark.parametrize("kernel, accumulate", [(put_rows, True), (put_rows_2d_tile, False)])
+def test_index_put_tile_shorter_than_the_values_is_completed(kernel, accumulate):
+    x, v = rand((6, 3, 8), seed=11), rand((4, 3, 8), seed=12)
+    i = torch.tensor([5, 0, 2, 4], dtype=torch.int32)
+    want = x.clone().index_put_((i.long(),), v, accumulate=accumulate)
+    check_kernel(kernel, [x, i, v], want, out=0)
 
 
 # ---- what upstream refuses: fewer tile sizes than the rank of the tiled tensor --------------------

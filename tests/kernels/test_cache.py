@@ -100,7 +100,7 @@ def test_fixed_dim_mismatch_raises():
     with pytest.raises(pypto.ArgumentValueError):
         fixed(torch.zeros(3, 16), torch.zeros(3, 8))
     with pytest.raises(pypto.ArgumentValueError, match="rank"):
-        fixed(torch.zeros(3, 16, 1), torch.zeros(3, 16))
+        fixed(torch.zeros(16), torch.zeros(3, 16))  # a marker list takes higher ranks, not lower
     info = fixed.cache_info()
     assert (info.misses, info.currsize) == (1, 1)  # failed calls compile nothing
 

@@ -585,17 +585,24 @@ def test_a_symbol_nothing_binds_reads_zero():
     torch.testing.assert_close(out, want)
 
 
-def test_loop_ignores_an_unknown_keyword_with_a_warning():
-    # upstream's loop reads its keywords from **kwargs and ignores the rest (its own system-test
-    # helper misspells unroll_list); here the kernel still runs, and the user is told
-    @pypto.frontend.jit
-    def typo(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
-        for i in pypto.loop(x.shape[0], unroll_List=[2]):
-            out[i:i + 1, :] = x[i:i + 1, :] + 1.0
+# ---- keywords the loops do not know: ignored (as upstream), with a warning ------------------------
 
-    x = _rand(3, 8)
-    out = torch.zeros_like(x)
-    with pytest.warns(UserWarning, match=r"'unroll_List' \(did you mean 'unroll_list'\?\)") as seen:
-        typo(x, out)
-    assert seen[0].filename == __file__
-    _exact(out, x + 1.0)
+@pypto.frontend.jit
+def unknown_loop_keywords(x: pypto.Tensor([D, COLS], FP32), out: pypto.Tensor([D, COLS], FP32)):
+    pypto.set_vec_tile_shapes(ROWS, COLS)
+    for i, f in pypto.loop_unroll(0, pypto.ceildiv(x.shape[0], ROWS), 1, name="rows", idx="i",
+                                  unroll_list=[2]):
+        for _ in pypto.loop(1, sched="fast"):
+            rows = pypto.view(x, [ROWS * f, COLS], [i * ROWS, 0])
+            pypto.assemble(rows * 2.0, [i * ROWS, 0], out)
+
+
+def test_unknown_loop_keywords_are_ignored_with_a_warning():
+    x, out = _rand(12, COLS, seed=3), torch.zeros(12, COLS)
+    with pytest.warns(pypto.frontend.control.IgnoredLoopOptionWarning) as rec:
+        unknown_loop_keywords(x, out)
+    _exact(out, x * 2.0)
+    messages = sorted(str(w.message) for w in rec)
+    assert any("'idx'" in m and "did you mean 'idx_name'" in m for m in messages)
+    assert any("'sched'" in m for m in messages)
+    assert all(w.filename == __file__ for w in rec)  # at the kernel's line

@@ -123,6 +123,31 @@ def test_ellipsis_last_rest_static_and_min_rank():
     assert "got" in str(ei.value) and "[8]" in str(ei.value)
 
 
+def test_marker_list_takes_higher_ranks_as_upstream():
+    # STATIC / DYNAMIC markers (with or without sizes) constrain the leading dims; further dims
+    # are static, as if the list ended in '...' (upstream's kernels pass a [1, 1, D] gamma to a
+    # [STATIC, STATIC] parameter)
+    for ann in (pypto.Tensor([pypto.STATIC, pypto.STATIC], F32), pypto.Tensor([pypto.DYNAMIC, 32], F32)):
+        assert spec_of(ann).rest_static
+    seen = Seen()
+    k = make_kernel(pypto.Tensor([pypto.DYNAMIC, pypto.STATIC], F32), seen)
+    assert run(k, 4, 8) is False
+    assert run(k, 6, 8, 3) is False  # rank 3: a version of its own
+    assert run(k, 9, 8, 3) is True  # dim 0 is still dynamic
+    assert run(k, 9, 8, 5) is False  # the extra dim is static
+    assert seen[-1][0][1:] == [8, 5] and isinstance(seen[-1][0][0], SymbolicScalar)
+    with pytest.raises(ArgumentValueError, match="rank 2 or more"):
+        run(k, 8)
+
+
+@pytest.mark.parametrize("ann", [pypto.Tensor([8, 32], F32), pypto.Tensor([pypto.frontend.dynamic("N"), 32], F32)],
+                         ids=["sizes", "named-dynamic"])
+def test_sizes_or_named_dims_fix_the_rank(ann):
+    assert not spec_of(ann).rest_static
+    with pytest.raises(ArgumentValueError, match="rank 3"):
+        run(make_kernel(ann), 8, 32, 1)
+
+
 def test_ellipsis_must_be_last():
     with pytest.raises(AnnotationError, match="last"):
         spec_of(pypto.Tensor([..., 32], F32))
