@@ -155,7 +155,7 @@ def reshape(input, shape, *, valid_shape=None, inplace=False):
                          got=f"{new_n} elements ({E.render_dims(new)})", param="shape", loc=loc())
     valid = shape_list(valid_shape, "reshape", "valid_shape") if valid_shape is not None else None
     out = emit("reshape", [input], [(input.dtype, new, valid or _reshaped_valid(v, new), v)],
-               {"shape": new, "valid": valid})
+               {"shape": new, "valid": valid, "source": tuple(v.shape)})
     if inplace:  # one memory under two names: writes through either are seen through the other
         require("pypto.reshape").aliases.add(out._value, v, loc())
     return out
@@ -213,6 +213,18 @@ def _reshape(ins, attrs, ev):
         for d in range(len(attrs["shape"])):
             shape.append(1 if d in attrs["unsqueeze"] else next(it))
         return x.reshape(shape)
+    source = ev(attrs["source"]) if "source" in attrs else None
+    if source is not None and tuple(x.shape[1:]) != tuple(source[1:]) and len(source) == x.dim():
+        # a dim after the first is partly valid (e.g. [T, 4] valid of [T, 8]): the data is not a
+        # row-major prefix of the tensor, and the device reshapes its memory, valid or not. Lay the
+        # valid part into the whole shape (zeros elsewhere: the device leaves it unspecified) and
+        # reshape that; packing the valid elements together would shift every row after the first
+        whole = x.new_zeros(source)
+        whole[tuple(slice(0, n) for n in x.shape)] = x
+        out = whole.reshape(ev(attrs["shape"]))
+        if attrs["valid"] is not None:
+            out = out[tuple(slice(0, n) for n in ev(attrs["valid"]))]
+        return out
     target = ev(attrs["valid"]) if attrs["valid"] is not None else ev(attrs["shape"])
     if math.prod(target) == x.numel():
         return x.reshape(target)

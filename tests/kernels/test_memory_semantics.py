@@ -324,3 +324,22 @@ def test_an_argument_name_may_be_rebound_to_its_own_inplace_reshape():
 
     with pytest.raises(pypto.KernelSyntaxError, match="cannot be reassigned"):
         rebind(scale, out)
+
+
+def test_reshape_of_a_partly_valid_inner_dim_keeps_each_row_in_place():
+    # a [T, 8] tile whose valid part is [T, 4] is reshaped to [T * 8, 1] as the device reshapes its
+    # memory: row r's four values stay at r * 8 .. r * 8 + 3 (packing the valid values together
+    # put row 1 at 4 .. 7, a wrong number in upstream's DeepSeek sparse attention dequant)
+    @pypto.frontend.jit
+    def spread(x: pypto.Tensor([16, 4], FP32), out: pypto.Tensor([16 * 8, 1], FP32)):
+        for _ in pypto.loop(1):
+            pypto.set_vec_tile_shapes(16, 8)
+            wide = pypto.view(x, [16, 8], [0, 0], valid_shape=[16, 4])
+            rows = pypto.clone(wide)
+            pypto.set_vec_tile_shapes(128, 1)
+            out[:] = pypto.reshape(rows, [16 * 8, 1])
+
+    x = torch.randn(16, 4)
+    out = torch.full((16 * 8, 1), float("nan"))
+    spread(x, out)
+    assert torch.equal(out.reshape(16, 8)[:, :4], x)
