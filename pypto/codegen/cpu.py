@@ -15,7 +15,6 @@ holds at most the tiles still needed; ``S[i]`` gives the runtime shape of the ti
 
 from __future__ import annotations
 
-import itertools
 
 import math
 from types import MappingProxyType
@@ -82,11 +81,9 @@ def _reshape_batch(compute, x, attrs, ev, out_dtypes, B):
     """A reshape of every batch instance: the same reshape for all, so one reshape of the batch."""
     nb = len(B)
     first = compute([x[(0,) * nb]], attrs, ev)
-    if first.numel() == x[(0,) * nb].numel():
-        r = x.reshape(*B, *first.shape)
-    else:  # not a view of its input (a partly valid inner dim is laid into the whole shape)
-        r = torch.stack([compute([x[i]], attrs, ev) for i in itertools.product(*map(range, B))])
-        r = r.reshape(*B, *first.shape)
+    # a view of its input, or (a partly valid inner dim laid into the whole shape) the compute's
+    # own result for the whole batch
+    r = x.reshape(*B, *first.shape) if first.numel() == x[(0,) * nb].numel() else compute([x], attrs, ev)
     return (r if r.dtype == out_dtypes[0] else r.to(out_dtypes[0]),)
 
 

@@ -214,16 +214,18 @@ def _reshape(ins, attrs, ev):
             shape.append(1 if d in attrs["unsqueeze"] else next(it))
         return x.reshape(shape)
     source = ev(attrs["source"]) if "source" in attrs else None
-    if source is not None and tuple(x.shape[1:]) != tuple(source[1:]) and len(source) == x.dim():
+    nb = x.dim() - len(source) if source is not None else 0  # leading batch dims (codegen batches)
+    if source is not None and nb >= 0 and tuple(x.shape[nb + 1:]) != tuple(source[1:]):
         # a dim after the first is partly valid (e.g. [T, 4] valid of [T, 8]): the data is not a
         # row-major prefix of the tensor, and the device reshapes its memory, valid or not. Lay the
         # valid part into the whole shape (zeros elsewhere: the device leaves it unspecified) and
         # reshape that; packing the valid elements together would shift every row after the first
-        whole = x.new_zeros(source)
-        whole[tuple(slice(0, n) for n in x.shape)] = x
-        out = whole.reshape(ev(attrs["shape"]))
+        batch = tuple(x.shape[:nb])
+        whole = x.new_zeros(batch + tuple(source))
+        whole[(..., *(slice(0, n) for n in x.shape[nb:]))] = x
+        out = whole.reshape(batch + tuple(ev(attrs["shape"])))
         if attrs["valid"] is not None:
-            out = out[tuple(slice(0, n) for n in ev(attrs["valid"]))]
+            out = out[(..., *(slice(0, n) for n in ev(attrs["valid"])))]
         return out
     target = ev(attrs["valid"]) if attrs["valid"] is not None else ev(attrs["shape"])
     if math.prod(target) == x.numel():

@@ -343,3 +343,22 @@ def test_reshape_of_a_partly_valid_inner_dim_keeps_each_row_in_place():
     out = torch.full((16 * 8, 1), float("nan"))
     spread(x, out)
     assert torch.equal(out.reshape(16, 8)[:, :4], x)
+
+
+def test_reshape_of_a_partly_valid_inner_dim_in_a_batched_loop():
+    # the same reshape in every iteration of a loop, which the runtime runs as one batched call
+    @pypto.frontend.jit
+    def spread_blocks(x: pypto.Tensor([64, 4], FP32), out: pypto.Tensor([64 * 8, 1], FP32)):
+        for b in pypto.loop(4):
+            pypto.set_vec_tile_shapes(16, 8)
+            wide = pypto.view(x, [16, 8], [b * 16, 0], valid_shape=[16, 4])
+            rows = pypto.clone(wide)
+            pypto.set_vec_tile_shapes(128, 1)
+            out[b * 128:(b + 1) * 128, :] = pypto.reshape(rows, [16 * 8, 1])
+
+    x = torch.randn(64, 4)
+    for serial in (False, True):
+        out = torch.full((64 * 8, 1), float("nan"))
+        with pypto.options(debug_options={"serial_execution": serial}):
+            spread_blocks(x, out)
+        assert torch.equal(out.reshape(64, 8)[:, :4], x)
