@@ -275,7 +275,7 @@ def test_fixpipe_scale_is_refused_with_split_k():
         pypto.set_cube_tile_shapes([16, 16], [64, 128], [16, 16], enable_split_k=True)
         return pypto.matmul(a, b, pypto.DT_FP16, extend_params={"scale": 2.0})
 
-    with pytest.raises(pypto.PyptoError, match="split-K|enable_split_k"):
+    with pytest.raises(pypto.DTypeError, match="split-K"):
         split(rand((16, 512), I8), rand((512, 16), I8))
 
 
@@ -413,17 +413,6 @@ def test_matmul_epilogue_rejects():
     check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_FP16), [i8, i8])  # dequant needs a scale
     check_raises(pypto.ShapeError, lambda x, y, c: pypto.matmul(x, y, extend_params={"bias_tensor": c}),
                  [rand((2, 4, 5)), rand((2, 5, 3)), rand((3, 1, 3))])  # bias batch 3 vs 2
-
-
-def test_matmul_relu_refuses_split_k():
-    """ReLU acts on the whole sum: a matmul whose K is split across cube tasks cannot fuse it."""
-    @pypto.jit
-    def relu_split(a: pypto.Tensor(), b: pypto.Tensor()):
-        pypto.set_cube_tile_shapes([8, 8], [8, 16], [8, 8], enable_split_k=True)
-        return pypto.matmul(a, b, extend_params={"relu_type": pypto.ReLuType.RELU})
-
-    with pytest.raises(pypto.PyptoError, match="split-K|enable_split_k"):
-        relu_split(rand((8, 64)), rand((64, 8)))
 
 
 @pytest.mark.parametrize("dtype", [FP16, BF16], ids=str)
