@@ -82,6 +82,17 @@ class _MergedBar:
 
 
 def timeline_html(tl) -> str:
+    """The lab's interactive chart when pypto_lab is installed alongside (it ships in the same
+    distribution; imported lazily and never IPython), else a static summary and picture."""
+    try:
+        from pypto_lab.views.timeline import timeline_html as interactive
+    except ImportError:
+        return static_timeline_html(tl)
+    return f"<div><b>Timeline</b></div>{interactive(tl)}"
+
+
+def static_timeline_html(tl) -> str:
+    """One line of stats and the static swimlane picture."""
     s = tl.stats
     util = ", ".join(f"{k} {v:.1%}" for k, v in s["utilization"].items())
     line = (f"makespan {s['makespan_cycles']} cycles ({s['makespan_us']:.1f} µs), {s['tasks']} tasks, "

@@ -1,7 +1,7 @@
 """pypto_lab: the notebook lab for pypto (the ``%%pypto`` magic and the kernel dashboard).
 
 ``%load_ext pypto_lab`` registers ``%%pypto``; ``pypto_lab.show(kernel)`` shows the dashboard of
-any kernel that has been called. Importing this package is cheap: ipywidgets, plotly and the
+any kernel that has been called. Importing this package is cheap: ipywidgets, anywidget and the
 views are imported on first use.
 """
 

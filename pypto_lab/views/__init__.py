@@ -1,5 +1,5 @@
 """Pure views of pypto's inspection objects: each takes a kernel, a CompiledKernel or a timeline
-and returns SVG/HTML text or a plotly figure. No widgets and no IPython here, so every view can
+and returns SVG/HTML text, or the swimlane chart's packed data. No widgets and no IPython here, so every view can
 be tested without a browser; `pypto_lab.widgets` arranges them."""
 
 from .cache import cache_table_html, call_log_html
@@ -7,7 +7,9 @@ from .code import PtoLexer, code_forms, code_html, leaf_names
 from .graph import LEVELS, dot_to_svg, graph_svg, level_dot, levels
 from .passes import pass_diff_html, pass_ir_html, pass_table_html
 from .summary import kernel_summary_html
-from .timeline import compare_html, stats_line, timeline_figure, trace_download_html
+from .swimlane import decode_payload, natural_key, swimlane_html, swimlane_payload
+from .task_details import task_details_html, tile_offsets
+from .timeline import compare_html, lane_busy_html, leaf_summary_html, stats_line, timeline_html, trace_json_bytes
 from .trace import TraceEvent, TraceFlow, TraceTimeline, lane_kind, load_trace
 
 __all__ = [
@@ -15,7 +17,8 @@ __all__ = [
     "pass_table_html", "pass_ir_html", "pass_diff_html",
     "PtoLexer", "leaf_names", "code_forms", "code_html",
     "cache_table_html", "call_log_html",
-    "timeline_figure", "stats_line", "compare_html", "trace_download_html",
+    "swimlane_payload", "decode_payload", "swimlane_html", "natural_key", "task_details_html", "tile_offsets",
+    "stats_line", "compare_html", "leaf_summary_html", "lane_busy_html", "trace_json_bytes", "timeline_html",
     "load_trace", "TraceTimeline", "TraceEvent", "TraceFlow", "lane_kind",
     "kernel_summary_html",
 ]

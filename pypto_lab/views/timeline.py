@@ -1,5 +1,6 @@
-"""Swimlane views of a schedule: a plotly figure (one lane per core and AICPU thread, one bar per
-task), a one-line summary, a before/after comparison and a Chrome-trace download link.
+"""Text views of a schedule: a one-line summary, a per-leaf table, per-lane busy shares, a
+before/after comparison, the standalone interactive chart (``timeline_html``) and the Chrome-trace
+bytes the chart's download button asks for. The chart itself is drawn by ``swimlane.js``.
 
 Each accepts a simulated `pypto.runtime.timeline.Timeline` or a `TraceTimeline` read by
 `load_trace` (e.g. upstream's ``merged_swimlane.json`` measured on an NPU), so a measured
@@ -8,133 +9,69 @@ schedule can be drawn next to a simulated one.
 
 from __future__ import annotations
 
-import base64
 import json
-from dataclasses import dataclass
-from html import escape
 
 from ._html import esc, note, table
-from .trace import TraceTimeline, lane_kind, lane_sort_key, load_trace
+from .swimlane import decode_payload, swimlane_html, swimlane_payload
+from .trace import TraceTimeline, load_trace
 
-# Fixed palettes, assigned in sorted-name order, so the same kernel always gets the same colours.
-TASK_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-                "#9c755f", "#86bcb6", "#d37295", "#8cd17d", "#499894", "#f1ce63", "#a0cbe8", "#ffbe7d")
-AICPU_COLOURS = ("#7f7f7f", "#a5a5a5", "#5f5f5f", "#c7c7c7", "#8c8c6c", "#6c7c8c")
-_HINT_CHARS = 160  # upstream hints can be long; the hover box shows the start
-
-
-@dataclass(frozen=True)
-class _Bar:
-    lane: str
-    group: str  # leaf name (tasks) or span name (AICPU): one colour and legend entry each
-    start_us: float
-    dur_us: float
-    hover: str
-    aicpu: bool
 
 
 def _us(x: float) -> str:
     return f"{x:,.2f} µs"
 
 
-MAX_BARS = 20000  # a simulated timeline with more tasks is drawn with nearby spans merged
-MERGE_STEPS = 4000  # ... spans closer than makespan / MERGE_STEPS on one lane become one bar
-MAX_INLINE_TASKS = 200_000  # beyond this, the Chrome trace is not inlined into the page
+MAX_INLINE_TASKS = 200_000  # beyond this, the standalone HTML shows the static picture only
 
 
-def _merged_bars(tl) -> list:
-    from pypto.runtime.eventlog import merged_bars
+def leaf_summary_html(tl) -> str:
+    """A table with one row per leaf (or trace label): task count, total, mean and max time, the
+    share of the makespan during which at least one of its tasks runs, and the time per pipe."""
+    import numpy as np
 
-    us = tl.machine.cycles_to_us
-    tasks, spans = merged_bars(tl, max(tl.stats["makespan_cycles"], 1) / MERGE_STEPS)
-    bars = []
-    for lane, group, start, end, count in tasks:
-        hover = (f"<b>{count:,} task(s)</b> on {escape(lane)}, the first: {escape(group)}<br>"
-                 f"{end - start:,} cycles ({_us(us(end - start))}) from {_us(us(start))}<br>"
-                 f"(a timeline of more than {MAX_BARS:,} tasks: nearby tasks are drawn as one bar)")
-        bars.append(_Bar(lane, group, us(start), us(end - start), hover, False))
-    for lane, group, start, end, count in spans:
-        hover = (f"<b>{count:,} span(s)</b> on AICPU {escape(lane)}, the first: {escape(group)}<br>"
-                 f"{end - start:,} cycles ({_us(us(end - start))}) from {_us(us(start))}")
-        bars.append(_Bar(lane, group, us(start), us(end - start), hover, True))
-    return bars
-
-
-def _timeline_bars(tl) -> list:
-    if len(tl.events) > MAX_BARS:
-        return _merged_bars(tl)
-    us = tl.machine.cycles_to_us
-    bars = []
-    for e in sorted(tl.events, key=lambda e: (e.start, e.task)):
-        loops = ", ".join(f"{k}={v}" for k, v in e.loop_indices) or "-"
-        pipes = ", ".join(f"{p} {c:,}" for p, c in e.pipes) or "-"
-        hover = (f"<b>{escape(e.leaf)}</b>{' (' + escape(e.variant) + ')' if e.variant else ''}<br>"
-                 f"task {e.task} on {e.core}<br>root {e.root} ({escape(e.root_function)}), loop {escape(loops)}<br>"
-                 f"device task {e.device_task}, sched thread {e.thread}<br>"
-                 f"{e.duration:,} cycles ({_us(us(e.duration))}) from {_us(us(e.start))}<br>pipes: {escape(pipes)}")
-        bars.append(_Bar(e.core, e.leaf, us(e.start), us(e.duration), hover, False))
-    for a in sorted(tl.aicpu, key=lambda a: (a.start, a.thread)):
-        hover = (f"<b>{escape(a.name)}</b> on AICPU {escape(a.thread)}<br>{escape(a.detail)}<br>"
-                 f"{a.end - a.start:,} cycles ({_us(us(a.end - a.start))}) from {_us(us(a.start))}")
-        bars.append(_Bar(a.thread, a.name, us(a.start), us(a.end - a.start), hover, True))
-    return bars
-
-
-def _trace_bars(tl: TraceTimeline) -> list:
-    bars = []
-    for e in tl.events:
-        lines = [f"<b>{escape(e.name)}</b> on {escape(e.lane)}", f"{_us(e.dur_us)} from {_us(e.start_us)}"]
-        for k, v in e.args.items():
-            text = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
-            if len(text) > _HINT_CHARS:
-                text = text[:_HINT_CHARS] + "…"
-            lines.append(f"{escape(str(k))}: {escape(text)}")
-        aicpu = lane_kind(e.lane) == "AICPU"
-        bars.append(_Bar(e.lane, e.name if aicpu else e.label, e.start_us, e.dur_us, "<br>".join(lines), aicpu))
-    return bars
-
-
-def _bars(tl) -> list:
-    return _trace_bars(tl) if isinstance(tl, TraceTimeline) else _timeline_bars(tl)
-
-
-def timeline_figure(tl, title: str | None = None, height: int | None = None, aicpu: bool = True):
-    """A plotly swimlane figure: one row per core (AICPU lanes "control"/"sched<i>" on top, then
-    AIC and AIV cores), one horizontal bar per task coloured by leaf (legend entries toggle them),
-    hover text with the task's details, x in µs, zoom along time.
-
-    Each trace carries ``meta={"kind": "task"}`` or ``{"kind": "aicpu"}`` so callers can tell task
-    bars from AICPU spans; ``aicpu=False`` leaves the AICPU lanes out."""
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
     if tl is None:
-        fig.update_layout(title="no timeline", height=height or 200)
-        return fig
-    bars = [b for b in _bars(tl) if aicpu or not b.aicpu]
-    lanes = sorted({b.lane for b in bars}, key=lane_sort_key)
-    for is_aicpu, palette in ((False, TASK_COLOURS), (True, AICPU_COLOURS)):
-        groups = sorted({b.group for b in bars if b.aicpu == is_aicpu})
-        for i, group in enumerate(groups):
-            mine = [b for b in bars if b.aicpu == is_aicpu and b.group == group]
-            fig.add_trace(go.Bar(
-                orientation="h", y=[b.lane for b in mine], x=[b.dur_us for b in mine],
-                base=[b.start_us for b in mine], name=("AICPU " if is_aicpu else "") + group,
-                marker={"color": palette[i % len(palette)], "line": {"width": 0.5, "color": "white"}},
-                hovertext=[b.hover for b in mine], hoverinfo="text",
-                legendgroup="aicpu" if is_aicpu else "task", meta={"kind": "aicpu" if is_aicpu else "task"}))
-    if title is None:
-        title = (f"Trace: {tl.source}" if isinstance(tl, TraceTimeline)
-                 else f"Simulated timeline ({tl.machine.name})")
-    end = max((b.start_us + b.dur_us for b in bars), default=1.0)
-    fig.update_layout(
-        title=title, barmode="overlay", bargap=0.25, hovermode="closest", dragmode="zoom",
-        height=height or min(max(220, 22 * len(lanes) + 120), 2400),
-        margin={"l": 70, "r": 20, "t": 50, "b": 45}, legend={"title": {"text": "leaf"}},
-        xaxis={"title": {"text": "time (µs)"}, "range": [0, end * 1.01], "zeroline": False},
-        yaxis={"type": "category", "categoryorder": "array", "categoryarray": lanes,
-               "autorange": "reversed", "fixedrange": True})
-    return fig
+        return note("no timeline")
+    meta, buffer = swimlane_payload(tl)
+    cols = decode_payload(meta, buffer)
+    if not meta["n"]:
+        return note("no tasks")
+    tasks = cols["aicpu"] == 0
+    group, start, dur, cost = (cols["group"][tasks].astype(np.int64), cols["start"][tasks],
+                               cols["dur"][tasks].astype(np.float64), cols["cost"][tasks].astype(np.int64))
+    makespan = meta["makespan"] or 1.0
+    pipes, costs = meta["pipes"], meta["costs"]
+    per_us = meta.get("cycles_per_us") or 1.0
+    rows = []
+    for g, name in enumerate(meta["leaves"]):
+        mine = np.nonzero(group == g)[0]
+        if not len(mine):
+            continue
+        d = dur[mine]
+        order = mine[np.argsort(start[mine], kind="stable")]
+        covered, reach = 0.0, -1.0
+        for s0, s1 in zip(start[order].tolist(), (start[order] + dur[order]).tolist()):
+            if s1 > reach:
+                covered += s1 - max(s0, reach)
+                reach = s1
+        row = [esc(name), f"{len(mine):,}", _us(d.sum()), _us(d.mean()), _us(d.max()), f"{covered / makespan:.1%}"]
+        if pipes:
+            counts = np.bincount(cost[mine][cost[mine] >= 0], minlength=len(costs))
+            for p in pipes:
+                cycles = sum(int(c) * costs[i].get(p, 0) for i, c in enumerate(counts.tolist()) if c)
+                row.append(_us(cycles / per_us) if cycles else "–")
+        rows.append(row)
+    header = ["leaf", "tasks", "total", "mean", "max", "share of makespan"] + [f"{p}" for p in pipes]
+    return table(header, rows, caption=("per leaf (share of makespan: the part of the makespan during which at least "
+                                        "one of its tasks runs; pipe columns: busy time summed over its tasks)"))
+
+
+def lane_busy_html(tl) -> str:
+    """Per-lane busy percentage (time with a task or span / makespan), lanes in display order."""
+    if tl is None:
+        return note("no timeline")
+    meta, _ = swimlane_payload(tl)
+    rows = [(esc(lane["name"]), esc(lane["kind"]), f"{lane['busy']:.1%}") for lane in meta["lanes"]]
+    return table(("lane", "kind", "busy"), rows, caption="busy share per lane")
 
 
 def _summary(tl) -> dict:
@@ -176,11 +113,13 @@ def _change(old, new, lower_is_better: bool | None, points: bool = False) -> str
     if old is None or new is None:
         return ""
     if points:
-        delta, text = new - old, f"{(new - old) * 100:+.1f} pp"
+        delta = round((new - old) * 100, 1)  # what is shown: a change that rounds to 0 is none
+        text = f"{delta:+.1f} pp" if delta else "0.0 pp"
     elif old == 0:
         return "" if new == 0 else "new"
     else:
-        delta, text = new - old, f"{(new - old) / old:+.1%}"
+        delta = round((new - old) / old, 3)
+        text = f"{delta:+.1%}" if delta else "0.0%"
     if delta == 0 or lower_is_better is None:
         return esc(text)
     good = (delta < 0) == lower_is_better
@@ -216,20 +155,58 @@ def compare_html(a, b, labels=("previous", "new")) -> str:
     return table(("", str(labels[0]), str(labels[1]), "change"), out)
 
 
-def trace_download_html(tl, filename: str = "pypto_timeline.json") -> str:
-    """A link that downloads the timeline as Chrome-trace JSON (open it in ui.perfetto.dev or
-    chrome://tracing); the JSON is inlined as a data: URI."""
+def trace_json_bytes(tl) -> bytes:
+    """The timeline as Chrome-trace JSON (open it in ui.perfetto.dev or chrome://tracing); the
+    chart builds it only when its download button is clicked."""
+    return json.dumps(tl.to_chrome_trace(), separators=(",", ":")).encode()
+
+
+_STATIC_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+                   "#9c755f", "#86bcb6", "#d37295", "#8cd17d", "#499894", "#f1ce63", "#a0cbe8", "#ffbe7d")
+
+
+def static_svg(tl, width: int = 900, lane: int = 10, max_lanes: int = 80) -> str:
+    """A small static picture of a simulated timeline for places where no script runs (GitHub,
+    an untrusted notebook): one row per core, tasks less than a pixel apart drawn as one bar, no
+    per-bar tooltips, so it stays a few tens of KB for any number of tasks."""
+    from pypto.runtime.eventlog import merged_bars
+
+    from .swimlane import lane_order_key, natural_key
+
+    if tl is None or isinstance(tl, TraceTimeline):
+        return ""
+    left = 60
+    span = max(tl.stats["makespan_cycles"], 1)
+    bars, _ = merged_bars(tl, span / max(width - left, 1))
+    lanes = sorted({b[0] for b in bars}, key=lane_order_key)[:max_lanes]
+    row = {name: i for i, name in enumerate(lanes)}
+    leaves = sorted({b[1] for b in bars}, key=natural_key)
+    colour = {name: _STATIC_COLOURS[i % len(_STATIC_COLOURS)] for i, name in enumerate(leaves)}
+    scale = (width - left) / span
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{len(lanes) * lane + 16}" '
+           'font-family="sans-serif" font-size="9">']
+    out += [f'<text x="2" y="{row[name] * lane + lane - 2}">{esc(name)}</text>' for name in lanes]
+    for name, leaf, start, end, _count in bars:
+        if name in row:
+            out.append(f'<rect x="{left + start * scale:.1f}" y="{row[name] * lane + 1}" '
+                       f'width="{max((end - start) * scale, 0.6):.1f}" height="{lane - 2}" fill="{colour[leaf]}"/>')
+    out.append(f'<text x="{left}" y="{len(lanes) * lane + 12}">0 … {esc(_us(tl.stats["makespan_us"]))} · '
+               + esc(", ".join(leaves[:8])) + ("…" if len(leaves) > 8 else "") + "</text></svg>")
+    return "".join(out)
+
+
+def timeline_html(tl, title: str | None = None) -> str:
+    """The standalone chart: stats line, the interactive swimlanes (a static SVG where scripts do
+    not run) and the per-leaf table. ``Timeline._repr_html_`` shows this."""
     if tl is None:
         return note("no timeline")
+    fallback = static_svg(tl)
+    head = f'<div style="font-family:sans-serif;margin:2px 0">{esc(stats_line(tl))}</div>'
     if not isinstance(tl, TraceTimeline) and len(tl.events) > MAX_INLINE_TASKS:
-        return note(f"{len(tl.events):,} tasks: too many to inline the trace here; write it with "
-                    f"timeline.save(path) and open the file in ui.perfetto.dev")
-    data = json.dumps(tl.to_chrome_trace(), separators=(",", ":")).encode()
-    uri = "data:application/json;base64," + base64.b64encode(data).decode("ascii")
-    return (f'<a download="{esc(filename)}" href="{uri}" style="font-family:sans-serif">'
-            f'Download the Chrome trace ({esc(filename)})</a>'
-            '<span style="color:#777;font-family:sans-serif"> – open it in ui.perfetto.dev or chrome://tracing</span>')
+        return head + fallback + note(f"{len(tl.events):,} tasks: the interactive chart is in the lab's Timeline tab")
+    return (head + swimlane_html(tl, title=title, fallback=fallback)
+            + f"<details><summary style='font-family:sans-serif'>per leaf</summary>{leaf_summary_html(tl)}</details>")
 
 
-__all__ = ["TraceTimeline", "load_trace", "timeline_figure", "stats_line", "compare_html",
-           "trace_download_html", "TASK_COLOURS"]
+__all__ = ["TraceTimeline", "load_trace", "stats_line", "compare_html", "leaf_summary_html", "lane_busy_html",
+           "trace_json_bytes", "timeline_html", "static_svg"]

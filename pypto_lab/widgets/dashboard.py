@@ -24,7 +24,7 @@ _BUILDERS = {
     "passes": lambda d: PassesPanel(d.compiled),
     "code": lambda d: CodePanel(d.compiled),
     "cache": lambda d: CachePanel(d.kernel),
-    "timeline": lambda d: TimelinePanel(d.run.timeline, title=f"{d.compiled.name}: simulated"),
+    "timeline": lambda d: TimelinePanel(d.run.timeline, title=f"{d.compiled.name}: simulated", compiled=d.compiled),
     "tune": lambda d: TunePanel(d.run),
 }
 

@@ -1,38 +1,113 @@
-"""Timeline widgets: one timeline as interactive swimlanes with its stats line and a Chrome-trace
-download link, and an opener that shows an upstream NPU trace file next to it."""
+"""Timeline widgets: one timeline as interactive swimlanes (the canvas renderer of
+``views/swimlane.js`` as an anywidget) with its stats line and per-leaf table, and an opener that
+shows an upstream NPU trace file next to it."""
 
 from __future__ import annotations
 
 import json
 
+import anywidget
 import ipywidgets as W
+import traitlets
 
 from .. import views
 
 
-class TimelineView(W.VBox):
-    """``timeline`` as a plotly FigureWidget (in a box of class ``pypto-timeline``), its stats
-    line and, when ``download``, a link to its Chrome trace. `show` replaces the timeline."""
+class SwimlaneChart(anywidget.AnyWidget):
+    """The swimlane canvas (``pypto_lab/views/swimlane.js``) as an anywidget: ``meta`` is the
+    payload's JSON header, ``data`` its typed columns (one binary frame). The browser asks for a
+    task's details and for the Chrome trace with custom messages; both are built on request."""
 
-    def __init__(self, timeline=None, title: str | None = None, download: bool = True, height: int | None = None):
+    _esm = views.swimlane.widget_esm()
+    meta = traitlets.Dict().tag(sync=True)
+    data = traitlets.Bytes(b"").tag(sync=True)
+
+    def __init__(self, timeline=None, compiled=None, title: str | None = None, x_max: float | None = None,
+                 filename: str = "pypto_timeline.json", **kwargs):
+        super().__init__(**kwargs)
+        self.timeline, self.compiled, self.filename = None, compiled, filename
+        self.on_msg(self._message)
+        self.show(timeline, title=title, x_max=x_max)
+
+    def show(self, timeline, title: str | None = None, x_max: float | None = None, **options) -> None:
+        """Draw ``timeline`` (a simulated `Timeline` or a `TraceTimeline`); ``x_max`` (µs) fixes
+        the end of the time axis, so two charts can share it. ``options`` go to the renderer
+        (``height`` in px, ``no_download``)."""
+        self.timeline = timeline
+        meta, data = views.swimlane_payload(timeline, title=title, x_max=x_max)
+        meta.update(details=self.compiled is not None, **options)
+        with self.hold_sync():
+            self.meta, self.data = meta, data
+
+    def details_html(self, task: int) -> str:
+        """What the details panel shows for ``task`` (its leaf's code, source lines, tile, pipes)."""
+        if self.compiled is None or isinstance(self.timeline, views.TraceTimeline):
+            return ""
+        return views.task_details_html(self.timeline, self.compiled, task)
+
+    def _message(self, _widget, content, _buffers) -> None:
+        kind = (content or {}).get("kind")
+        if kind == "details":
+            task = int(content.get("task", -1))
+            self.send({"kind": "details", "task": task, "html": self.details_html(task)})
+        elif kind == "trace" and self.timeline is not None:
+            self.send({"kind": "trace", "filename": self.filename}, [views.trace_json_bytes(self.timeline)])
+
+    def _repr_mimebundle_(self, **kwargs):
+        # a stored notebook (GitHub, before it runs) shows the static picture instead of a model id
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            data["text/html"] = static_html(self.timeline)
+        return bundle
+
+
+def static_html(timeline) -> str:
+    """The stats line and a small static picture of ``timeline``, for outputs read without a kernel."""
+    if timeline is None:
+        return "<i>no timeline</i>"
+    return (f'<div style="font-family:sans-serif">{_esc(views.stats_line(timeline))}</div>'
+            + views.timeline.static_svg(timeline))
+
+
+class TimelineView(W.VBox):
+    """``timeline`` as a `SwimlaneChart` (``chart``, in a box of class ``pypto-timeline``) under
+    its stats line, with the per-leaf table (``summary``) below. `show` replaces the timeline."""
+
+    def __init__(self, timeline=None, title: str | None = None, download: bool = True, height: int | None = None,
+                 compiled=None, summary: bool = True):
         self.timeline = None
-        self.figure = None
-        self._download, self._height = download, height
         self.stats = W.HTML()
-        self.figure_box = W.VBox(layout=W.Layout(width="100%")).add_class("pypto-timeline")
-        self.link = W.HTML()
-        super().__init__([self.stats, self.figure_box, self.link])
+        self.chart = SwimlaneChart(compiled=compiled, filename="pypto_timeline.json")
+        self.chart.add_class("pypto-timeline-chart")
+        self._download, self._height, self._summary = download, height, summary
+        self.figure_box = W.VBox([self.chart], layout=W.Layout(width="100%")).add_class("pypto-timeline")
+        self.summary = W.HTML()
+        super().__init__([self.stats, self.figure_box, self.summary], layout=W.Layout(width="100%"))
         if timeline is not None:
             self.show(timeline, title)
 
-    def show(self, timeline, title: str | None = None) -> None:
-        import plotly.graph_objects as go
+    @property
+    def figure(self):
+        """The chart widget (kept under its old name for callers of the plotly version)."""
+        return self.chart
 
+    def show(self, timeline, title: str | None = None, x_max: float | None = None) -> None:
         self.timeline = timeline
-        self.figure = go.FigureWidget(views.timeline_figure(timeline, title=title, height=self._height))
-        self.figure_box.children = (self.figure,)
+        options = {"no_download": not self._download}
+        if self._height:
+            options["height"] = self._height
+        self.chart.show(timeline, title=title, x_max=x_max, **options)
         self.stats.value = views.stats_line(timeline)
-        self.link.value = views.trace_download_html(timeline) if self._download else ""
+        self.summary.value = (f"<details><summary>per leaf and per lane</summary>{views.leaf_summary_html(timeline)}"
+                              f"{views.lane_busy_html(timeline)}</details>") if self._summary and timeline is not None else ""
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            data["text/html"] = static_html(self.timeline)
+        return bundle
 
 
 class TraceOpener(W.VBox):
@@ -86,7 +161,7 @@ def _esc(value) -> str:
 class TimelinePanel(W.VBox):
     """The Timeline tab: the call's timeline (``view``) and an upstream trace opener below it."""
 
-    def __init__(self, timeline, title: str | None = None):
-        self.view = TimelineView(timeline, title=title)
+    def __init__(self, timeline, title: str | None = None, compiled=None):
+        self.view = TimelineView(timeline, title=title, compiled=compiled)
         self.opener = TraceOpener()
         super().__init__([self.view, W.HTML("<b>Upstream NPU trace</b>"), self.opener])

@@ -10,6 +10,7 @@ import pathlib
 import re
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
@@ -218,46 +219,86 @@ def test_views_of_a_kernel_never_called():
     for view in (V.cache_table_html, V.call_log_html, V.kernel_summary_html, V.pass_table_html):
         assert "no " in view(None)
     assert V.levels(None) == [] and V.leaf_names(None) == [] and "no compiled" in V.graph_svg(None)
-    assert V.stats_line(None) == "no timeline" and "no timeline" in V.trace_download_html(None)
-    assert len(V.timeline_figure(None).data) == 0
+    assert V.stats_line(None) == "no timeline" and "no timeline" in V.timeline_html(None)
+    assert V.swimlane_payload(None)[0]["n"] == 0 and "no timeline" in V.leaf_summary_html(None)
 
 
 # ---- timelines ---------------------------------------------------------------------------------------
 
-def _task_traces(fig):
-    return [t for t in fig.data if t.meta["kind"] == "task"]
+def _task_rows(tl):
+    meta, buffer = V.swimlane_payload(tl, title="t")
+    cols = V.decode_payload(meta, buffer)
+    return meta, cols, cols["aicpu"] == 0
 
 
-def test_timeline_figure_one_bar_per_task(kernel):
+def test_swimlane_payload_one_bar_per_task(kernel):
     tl = kernel[0].last_run.timeline
-    fig = V.timeline_figure(tl, title="t")
-    tasks = _task_traces(fig)
-    assert sum(len(t.x) for t in tasks) == len(tl.events)
-    assert {y for t in tasks for y in t.y} == {e.core for e in tl.events}
-    assert {t.name for t in tasks} == {e.leaf for e in tl.events}
-    lanes = list(fig.layout.yaxis.categoryarray)
-    assert lanes[0] == "control" and {e.core for e in tl.events} <= set(lanes)
-    assert fig.layout.barmode == "overlay"
-    # bars start at the task's start, in µs
-    first = min(tl.events, key=lambda e: e.start)
-    assert min(b for t in tasks for b in t.base) == pytest.approx(tl.machine.cycles_to_us(first.start))
-    hover = tasks[0].hovertext[0]
-    assert "task" in hover and "cycles" in hover and "pipes" in hover
-    only_tasks = V.timeline_figure(tl, aicpu=False)
-    assert len(only_tasks.data) == len(tasks)
+    meta, cols, tasks = _task_rows(tl)
+    assert meta["n"] == len(tl.events) + len(tl.aicpu) and int(tasks.sum()) == len(tl.events)
+    names = [lane["name"] for lane in meta["lanes"]]
+    assert names[0] == "control" and {e.core for e in tl.events} <= set(names)
+    us = tl.machine.cycles_to_us
+    by_task = {e.task: e for e in tl.events}
+    for i in range(len(cols["start"])):
+        if tasks[i]:
+            e = by_task[int(cols["task"][i])]
+            assert names[cols["lane"][i]] == e.core and meta["leaves"][cols["group"][i]] == e.leaf
+            assert cols["start"][i] == pytest.approx(us(e.start)) and cols["dur"][i] == pytest.approx(us(e.duration))
+            assert meta["costs"][cols["cost"][i]] == dict(e.pipes)
+    # sorted by lane, then start (the renderer's binary search relies on it)
+    key = list(zip(cols["lane"].tolist(), cols["start"].tolist()))
+    assert key == sorted(key)
+    # edges between bars are the timeline's dependency edges
+    edges = {(int(cols["task"][a]), int(cols["task"][b])) for a, b in zip(cols["src"], cols["dst"])}
+    assert edges == {(i, j) for i, j, _ in tl.deps}
+    # the critical path is a chain along the edges whose durations add up to the timeline's figure
+    chain = [int(cols["task"][i]) for i in sorted(np.nonzero(cols["critical"])[0], key=lambda i: cols["start"][i])]
+    assert all((a, b) in edges for a, b in zip(chain, chain[1:]))
+    assert sum(by_task[t].duration for t in chain) == tl.stats["critical_path_cycles"]
+
+
+def test_lanes_and_leaves_sort_naturally():
+    assert sorted(["leaf10_add", "leaf2_mul", "leaf1_x"], key=V.natural_key) == ["leaf1_x", "leaf2_mul", "leaf10_add"]
+    from pypto_lab.views.swimlane import lane_order_key
+
+    lanes = ["AIV10", "AIC3", "sched1", "AIV2", "control", "AIC12", "sched0"]
+    assert sorted(lanes, key=lane_order_key) == ["control", "sched0", "sched1", "AIC3", "AIC12", "AIV2", "AIV10"]
 
 
 def test_matmul_timeline_has_cube_and_vector_lanes(matmul_kernel):
-    fig = V.timeline_figure(matmul_kernel[0].last_run.timeline)
-    lanes = {y for t in _task_traces(fig) for y in t.y}
-    assert any(ln.startswith("AIC") for ln in lanes) and any(ln.startswith("AIV") for ln in lanes)
+    meta, _, _ = _task_rows(matmul_kernel[0].last_run.timeline)
+    kinds = [lane["kind"] for lane in meta["lanes"]]
+    assert "AIC" in kinds and "AIV" in kinds and kinds == sorted(kinds, key=["AICPU", "AIC", "AIV", "other"].index)
 
 
 def test_timeline_views_are_deterministic(softmax_kernel):
     run = softmax_kernel[0].last_run
     a, b = run.timeline, run.simulate()
-    assert V.timeline_figure(a).to_json() == V.timeline_figure(b).to_json()
+    assert V.swimlane_payload(a) == V.swimlane_payload(b)
     assert V.stats_line(a) == V.stats_line(b)
+    _, cols, tasks = _task_rows(a)
+    assert set(cols["variant"][tasks].tolist()) == {1, 2}  # main and tail tiles (valid_shape_optimize)
+
+
+def test_leaf_summary_and_lane_busy(kernel):
+    tl = kernel[0].last_run.timeline
+    html = V.leaf_summary_html(tl)
+    for leaf in {e.leaf for e in tl.events}:
+        count = sum(1 for e in tl.events if e.leaf == leaf)
+        total = sum(tl.machine.cycles_to_us(e.duration) for e in tl.events if e.leaf == leaf)
+        assert f">{leaf}<" in html and f">{count:,}<" in html and f"{total:,.2f} µs" in html
+    assert "share of makespan" in html and "%" in html
+    busy = V.lane_busy_html(tl)
+    core = tl.events[0].core
+    share = sum(e.duration for e in tl.events if e.core == core) / tl.stats["makespan_cycles"]
+    assert f">{core}<" in busy and f"{share:.1%}" in busy
+
+
+def test_standalone_html_has_chart_and_fallback(kernel):
+    tl = kernel[0].last_run.timeline
+    html = tl._repr_html_()
+    assert "<svg" in html and "PyptoSwimlane.mountStatic" in html and "per leaf" in html
+    assert "data:application/json" not in html and "http" not in html.split("<script>")[1]  # nothing fetched
 
 
 def test_stats_line_and_compare(add_kernel):
@@ -272,12 +313,15 @@ def test_stats_line_and_compare(add_kernel):
     assert "%" in html and "utilization AIV" in html
 
 
-def test_trace_download_is_the_chrome_trace(add_kernel):
+def test_trace_bytes_are_the_chrome_trace(add_kernel):
     tl = add_kernel[0].last_run.timeline
-    html = V.trace_download_html(tl, filename="add.json")
-    assert 'download="add.json"' in html
-    payload = re.search(r'href="data:application/json;base64,([^"]+)"', html).group(1)
-    assert json.loads(base64.b64decode(payload)) == json.loads(json.dumps(tl.to_chrome_trace()))
+    assert json.loads(V.trace_json_bytes(tl)) == json.loads(json.dumps(tl.to_chrome_trace()))
+
+
+def test_compare_shows_no_signed_zero(add_kernel):
+    tl = add_kernel[0].last_run.timeline
+    html = V.compare_html(tl, tl)
+    assert "-0.0" not in html and "+0.0" not in html and "color:#cf222e" not in html
 
 
 # ---- measured traces (upstream's merged_swimlane.json) -------------------------------------------------
@@ -322,12 +366,9 @@ def test_load_upstream_trace(tmp_path):
     line = V.stats_line(tt)
     assert "makespan 10.00 µs" in line and "3 tasks" in line and "AIC 40.0%" in line
 
-    fig = V.timeline_figure(tt)
-    tasks = _task_traces(fig)
-    assert sum(len(t.x) for t in tasks) == 3
-    assert {t.name for t in tasks} == {"matmul", "exp"}
-    assert list(fig.layout.yaxis.categoryarray) == ["AIC0", "AIV1"]
-    assert "&lt;x&gt;" in tasks[0].hovertext[0] or "&lt;x&gt;" in tasks[1].hovertext[0]
+    meta, cols, tasks = _task_rows(tt)
+    assert int(tasks.sum()) == 3 and meta["leaves"] == ["exp", "matmul"]
+    assert [lane["name"] for lane in meta["lanes"]] == ["AIC0", "AIV1"]
     assert V.load_trace(_upstream_trace()).lanes == tt.lanes  # a dict works too
 
 
@@ -349,8 +390,8 @@ def test_load_our_own_chrome_trace(kernel):
     assert tt.stats["tasks"] == len(tl.events)
     assert tt.stats["makespan_us"] == pytest.approx(tl.stats["makespan_us"])
     assert tt.stats["device_tasks"] == tl.stats["device_tasks"]
-    fig = V.timeline_figure(tt)
-    assert sum(len(t.x) for t in _task_traces(fig)) == len(tl.events)
+    _, _, tasks = _task_rows(tt)
+    assert int(tasks.sum()) == len(tl.events)
 
 
 # ---- summary and purity --------------------------------------------------------------------------------

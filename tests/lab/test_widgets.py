@@ -118,15 +118,37 @@ def test_cache_tab(board, kernel):
 
 
 def test_timeline_tab(board):
-    import plotly.graph_objects as go
+    import json
+
+    from pypto_lab.widgets.timeline import SwimlaneChart
 
     panel = board.panel("timeline")
     view = panel.view
-    assert isinstance(view.figure, go.FigureWidget)
-    assert "pypto-timeline" in view.figure_box._dom_classes
-    assert view.figure_box.children == (view.figure,)
-    assert "makespan" in view.stats.value
-    assert "data:application/json;base64," in view.link.value
+    chart = view.chart
+    assert isinstance(chart, SwimlaneChart) and "pypto-timeline" in view.figure_box._dom_classes
+    assert view.figure_box.children == (chart,)
+    assert "makespan" in view.stats.value and "per leaf" in view.summary.value
+    tl = board.run.timeline
+    cols = pypto_lab.views.decode_payload(chart.meta, chart.data)
+    assert int((cols["aicpu"] == 0).sum()) == len(tl.events) == chart.meta["n"] - len(tl.aicpu)
+    assert "export default" in chart._esm and "data:application/json" not in view.summary.value
+    assert chart.meta["details"] is True
+
+    sent = []
+    chart.send = lambda content, buffers=None: sent.append((content, buffers))
+    task = int(cols["task"][cols["aicpu"] == 0][0])
+    chart._message(chart, {"kind": "details", "task": task}, [])
+    reply = sent[-1][0]
+    assert reply["kind"] == "details" and reply["task"] == task
+    leaf = tl.events[[e.task for e in tl.events].index(task)].leaf
+    assert leaf in reply["html"] and "pipe breakdown" in reply["html"] and "tile offset" in reply["html"]
+    assert "test_widgets.py:" in reply["html"]  # the kernel line the leaf came from
+    chart._message(chart, {"kind": "trace"}, [])  # the Chrome trace is built on request only
+    content, buffers = sent[-1]
+    assert content["kind"] == "trace" and json.loads(bytes(buffers[0])) == json.loads(json.dumps(tl.to_chrome_trace()))
+    bundle = chart._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert "<svg" in data["text/html"] and "application/vnd.jupyter.widget-view+json" in data
 
 
 def test_timeline_tab_opens_a_trace(board, tmp_path):
@@ -151,8 +173,11 @@ def test_tune_resimulates_and_compares(board):
     assert "pypto-makespan" in tune.makespan._dom_classes
     assert tune.values()["valid_shape_optimize"] == 1  # what the call ran with
     before = tune.makespan.value
-    assert before.startswith("makespan ") and before.endswith(" us)")
+    assert before.startswith("makespan ") and before.endswith(" µs)")
     assert tune.compare.value == "" and tune.previous.layout.display == "none"
+    assert tune.current.chart.meta["n"] > 0  # the call as it ran is drawn at once
+    assert tune.controls["valid_shape_optimize"].description.endswith("⟳")  # changes the code
+    assert not tune.controls["device_sched_mode"].description.endswith("⟳")
 
     tune.controls["stitch_function_max_num"].value = 1
     expected = board.run.simulate({**tune.values()}).stats["makespan_cycles"]
@@ -165,10 +190,25 @@ def test_tune_resimulates_and_compares(board):
     assert tune.status.value == ""
     assert not any(c.disabled for c in tune.controls.values())
 
+    assert tune.previous.chart.meta["x_max"] == tune.current.chart.meta["x_max"]  # one time axis
+    assert tune.current.chart.meta["x_max"] == max(tune.previous.timeline.stats["makespan_us"],
+                                                   tune.current.timeline.stats["makespan_us"])
     tune.controls["device_sched_mode"].value = 2
     assert "before: sched=0 stitch=1" in tune.compare.value and "now: sched=2 stitch=1" in tune.compare.value
     # the call itself is untouched
     assert board.run.timeline.options["stitch_function_max_num"] == 128
+
+
+def test_tune_sweeps_every_sched_mode(board):
+    tune = board.panel("tune")
+    assert tune.sweep.value == "" and "pypto-tune-sweep" in tune.sweep_button._dom_classes
+    tune.sweep_button.click()
+    rows = tune.sweep.value.split("<tbody>")[1].count("<tr>")
+    assert rows == 4 and "(current)" in tune.sweep.value
+    for mode in range(4):
+        cycles = board.run.simulate({**tune.values(), "device_sched_mode": mode}).stats["makespan_cycles"]
+        assert f"{cycles:,}" in tune.sweep.value
+    assert tune.status.value == ""
 
 
 def test_show_displays_the_dashboard(kernel, monkeypatch):
@@ -181,7 +221,7 @@ def test_show_displays_the_dashboard(kernel, monkeypatch):
 
 
 def test_import_is_light():
-    code = ("import sys, pypto_lab; heavy = [m for m in ('plotly', 'ipywidgets', 'IPython', 'torch') "
+    code = ("import sys, pypto_lab; heavy = [m for m in ('anywidget', 'ipywidgets', 'IPython', 'torch') "
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
