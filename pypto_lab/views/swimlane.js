@@ -61,7 +61,14 @@ var PyptoSwimlane = (function () {
     this.collapsed = {};
     this.build();
     this.load(meta, buffer);
+    el.pyptoChart = this;  // for tests and the console
   }
+
+  // canvas position [x, y] of the middle of bar i (its lane's row, or its collapsed group's)
+  Chart.prototype.pointOf = function (i) {
+    var rows = this.rows(), c = this.col;
+    return [(this.xOf(c.start[i]) + this.xOf(c.start[i] + c.dur[i])) / 2, this.barY(i, RULER - this.scrollY, rows)];
+  };
 
   // (re)load a timeline into the same DOM (a Tune change): keeps the colour mode and listeners
   Chart.prototype.load = function (meta, buffer) {
@@ -105,8 +112,13 @@ var PyptoSwimlane = (function () {
       this.groups[kinds[kind]].lanes.push(k);
     }
     // big groups start collapsed when there are many lanes in all, so the chart fits a screen
-    var total = lanes.length;
-    this.groups.forEach(function (g) { if (!(g.kind in this.collapsed)) this.collapsed[g.kind] = total > 32 && g.lanes.length > 16; }, this);
+    // the biggest groups start collapsed until about 40 lanes are left, so the chart fits a screen
+    var shown = lanes.length, self = this;
+    this.groups.slice().sort(function (a, b) { return b.lanes.length - a.lanes.length; }).forEach(function (g) {
+      if (g.kind in self.collapsed) { if (self.collapsed[g.kind]) shown -= g.lanes.length; return; }
+      self.collapsed[g.kind] = shown > 40 && g.lanes.length > 8;
+      if (self.collapsed[g.kind]) shown -= g.lanes.length;
+    });
   };
 
   function csr(from, to, n, e) {

@@ -14,6 +14,7 @@ import base64
 import json
 import re
 import uuid
+import weakref
 from functools import lru_cache
 from html import escape
 from pathlib import Path
@@ -235,16 +236,36 @@ def _pack(columns: dict) -> tuple:
     return layout, b"".join(chunks)
 
 
+_PAYLOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # timeline -> (meta, buffer)
+
+
 def swimlane_payload(tl, title: str | None = None, x_max: float | None = None) -> tuple:
     """``(meta, buffer)`` for the renderer: ``meta`` a JSON-able dict (lanes in display order with
     their busy share, names of leaves/loops/spans, pipe costs, the buffer's layout, makespan),
     ``buffer`` the typed columns of every bar (sorted by lane, then start) and of the dependency
-    edges between bars. ``x_max`` (µs) fixes the end of the time axis, to share it between charts."""
-    meta: dict = {"title": title or "", "kind": "trace" if isinstance(tl, TraceTimeline) else "simulated"}
-    if tl is None:
-        meta.update(lanes=[], leaves=[], loops=[], spans=[], costs=[], pipes=[], layout=[], makespan=0.0,
-                    n=0, edges=0, x_max=x_max, first_task=0.0, critical=0, title=title or "no timeline")
-        return meta, b""
+    edges between bars. ``x_max`` (µs) fixes the end of the time axis, to share it between charts.
+    The packing is done once per timeline (the chart, the per-leaf and per-lane tables share it)."""
+    if tl is not None:
+        try:
+            cached = _PAYLOADS.get(tl)
+        except TypeError:  # not weakly referable: pack it every time
+            cached = None
+        if cached is None:
+            cached = _payload(tl)
+            try:
+                _PAYLOADS[tl] = cached
+            except TypeError:
+                pass
+        meta, buffer = cached
+        return {**meta, "title": title or "", "x_max": x_max}, buffer
+    meta = {"title": title or "no timeline", "kind": "simulated"}
+    meta.update(lanes=[], leaves=[], loops=[], spans=[], costs=[], pipes=[], layout=[], makespan=0.0,
+                n=0, edges=0, x_max=x_max, first_task=0.0, critical=0, spans_used=[])
+    return meta, b""
+
+
+def _payload(tl) -> tuple:
+    meta: dict = {"kind": "trace" if isinstance(tl, TraceTimeline) else "simulated"}
     bars, lanes = _Bars(), _Index()
     leaf_objects, roots = {}, None
     if isinstance(tl, TraceTimeline):
@@ -299,7 +320,7 @@ def swimlane_payload(tl, title: str | None = None, x_max: float | None = None) -
     busy = np.bincount(cols["lane"], weights=cols["dur"], minlength=len(lane_names)) if n else np.zeros(0)
     meta.update(lanes=[{"name": name, "kind": lane_kind(name), "busy": float(b / makespan) if makespan else 0.0}
                        for name, b in zip(lane_names, busy.tolist() or [0.0] * len(lane_names))],
-                layout=layout, n=n, edges=int(len(src_b)), makespan=makespan, x_max=x_max, first_task=first_task,
+                layout=layout, n=n, edges=int(len(src_b)), makespan=makespan, first_task=first_task,
                 critical=int(critical.sum()),
                 spans_used=sorted({int(g) for g in np.unique(cols["group"][cols["aicpu"] == 1]).tolist()}))
     return meta, buffer

@@ -3,8 +3,8 @@
 The DOM contract with ``pypto_lab`` (``pypto_lab.show(kernel)`` and ``%%pypto --show ...``): a
 dashboard holds an ipywidgets ``Tab`` whose tabs (titled "Graph", "Passes", "Code", "Cache",
 "Timeline", "Tune"; ``--show``/``tabs=`` may keep only some) are built when first selected. Inside:
-"Graph" has an SVG in an element of class ``pypto-graph``; "Timeline" a plotly FigureWidget in
-``pypto-timeline``; "Tune" one control per runtime option of class ``pypto-tune-<option>`` (e.g.
+"Graph" has an SVG in an element of class ``pypto-graph``; "Timeline" the swimlane canvas
+(``pypto-timeline-canvas``, an anywidget) in ``pypto-timeline``; "Tune" one control per runtime option of class ``pypto-tune-<option>`` (e.g.
 ``pypto-tune-device_sched_mode``, a Dropdown) and the makespan text in ``pypto-makespan``.
 """
 
@@ -19,8 +19,7 @@ from playwright.sync_api import Locator, Page, expect
 RUN_ALL_TIMEOUT = 120.0  # seconds for all cells of one notebook
 RUN_ALL_RETRY_AFTER = 15.0  # re-issue "Run All Cells" when nothing started within this time
 UI_TIMEOUT_MS = 30_000
-# A plotly FigureWidget is an anywidget that ships plotly's ~5 MB bundle through the kernel's
-# websocket for each figure; on a busy 2-CPU machine the first one takes 10-30 s to appear.
+# generous: the kernel may still be busy with the cells before on a loaded 2-CPU machine
 PLOT_TIMEOUT_MS = 120_000
 
 _PROMPT_DONE = re.compile(r"^\[\d+\]:?$")

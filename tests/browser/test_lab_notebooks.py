@@ -10,8 +10,8 @@ pypto_lab dashboards (``pypto_lab.show(...)`` / ``%%pypto``) of each, using for 
 first dashboard that has that tab:
 
 * Graph tab: an ``<svg>`` is visible inside ``.pypto-graph``;
-* Timeline tab: a plotly figure (``.js-plotly-plot`` / ``.plot-container``) inside
-  ``.pypto-timeline``, with its bars (``.trace``) drawn, not just empty axes;
+* Timeline tab: the swimlane canvas (``.pypto-timeline-canvas``) inside ``.pypto-timeline``,
+  painted (its ``.pypto-swimlane`` carries ``data-paint-ms``) with its bars (``data-bars`` > 0);
 * Tune tab: changing the ``.pypto-tune-device_sched_mode`` control changes the text of
   ``.pypto-makespan`` (the call is re-simulated in the kernel).
 
@@ -33,8 +33,7 @@ Nothing in the repository is modified: the server's root, HOME, Jupyter dirs, Ju
 settings/workspaces are all temporary; the settings silence JupyterLab's news/update pop-ups.
 Flakiness handling: a fresh kernel sometimes ignores the first "Run All Cells", so the command is
 re-issued while no cell has started and the kernel is idle; tabs are waited on until current;
-plot waits allow PLOT_TIMEOUT_MS (each plotly FigureWidget ships plotly's ~5 MB bundle over the
-websocket); the makespan is polled, trying each other sched mode (last one first) until it
+plot waits allow PLOT_TIMEOUT_MS; the makespan is polled, trying each other sched mode (last one first) until it
 changes. Nothing is retried to hide a real failure: a blank timeline fails the test.
 """
 
@@ -94,14 +93,13 @@ def test_notebook_dashboards(browser, notebooks_dir, lab_server, page, tmp_path,
     L.select_tab(dash, "Graph")
     expect(dash.locator(".pypto-graph:visible svg").first).to_be_visible()
 
-    # Timeline: the plotly figure, with its bars drawn
+    # Timeline: the swimlane canvas, painted, with its bars
     dash = nb.dashboard_with_tab("Timeline")
     L.select_tab(dash, "Timeline")
     timeline = dash.locator(".pypto-timeline:visible").first
-    expect(timeline.locator(".js-plotly-plot, .plot-container").first).to_be_visible(
-        timeout=L.PLOT_TIMEOUT_MS)
-    expect(timeline.locator(".main-svg").first).to_be_visible()
-    expect(timeline.locator(".trace").first).to_be_attached()
+    expect(timeline.locator("canvas.pypto-timeline-canvas").first).to_be_visible(timeout=L.PLOT_TIMEOUT_MS)
+    expect(timeline.locator(".pypto-swimlane[data-paint-ms]").first).to_be_attached()
+    expect(timeline.locator(".pypto-swimlane").first).not_to_have_attribute("data-bars", "0")
 
     # Tune: another device_sched_mode re-simulates the call and changes the makespan shown
     dash = nb.dashboard_with_tab("Tune")
