@@ -99,8 +99,9 @@ class TimelineView(W.VBox):
             options["height"] = self._height
         self.chart.show(timeline, title=title, x_max=x_max, **options)
         self.stats.value = views.stats_line(timeline)
-        self.summary.value = (f"<details><summary>per leaf and per lane</summary>{views.leaf_summary_html(timeline)}"
-                              f"{views.lane_busy_html(timeline)}</details>") if self._summary and timeline is not None else ""
+        # per-lane busy shares are in the chart's lane labels; the per-leaf table is folded below
+        self.summary.value = (f"<details><summary>per leaf</summary>{views.leaf_summary_html(timeline)}</details>"
+                              if self._summary and timeline is not None else "")
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
