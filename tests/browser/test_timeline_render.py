@@ -44,7 +44,7 @@ _JS_SELECTED_LEAF = "el => { const ch = el.pyptoChart; return ch.selected < 0 ? 
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    context = browser.new_context(viewport={"width": 1600, "height": 1500})
     context.set_default_timeout(L.UI_TIMEOUT_MS)
     page = context.new_page()
     try:
@@ -111,8 +111,27 @@ def test_timeline_paints_fast_and_answers_clicks(browser, notebooks_dir, lab_ser
     page.wait_for_timeout(100)
     assert float(chart.get_attribute("data-paint-ms")) < 100
 
-    # Tune: the sweep of the four sched modes fills its table
+    # Tune: the call as it ran is drawn at once
+    nb.wait_kernel_idle()
+    received["bytes"], t0 = 0, time.monotonic()
     L.select_tab(dash, "Tune")
+    charts = dash.locator(".pypto-timeline:visible .pypto-swimlane[data-paint-ms]")
+    expect(charts.first).to_be_attached(timeout=L.PLOT_TIMEOUT_MS)
+    print(f"tune: first chart {time.monotonic() - t0:.2f} s after the tab click, {received['bytes']:,} bytes")
+    # another sched mode redraws before and after on one axis
+    nb.wait_kernel_idle()
+    makespan = dash.locator(".pypto-makespan:visible").first
+    before = makespan.inner_text()
+    received["bytes"], t0 = 0, time.monotonic()
+    dash.locator(".pypto-tune-device_sched_mode:visible select").first.select_option(index=3)
+    expect(makespan).not_to_have_text(before, timeout=L.PLOT_TIMEOUT_MS)
+    expect(charts).to_have_count(2, timeout=L.PLOT_TIMEOUT_MS)
+    redraw = time.monotonic() - t0
+    nb.wait_kernel_idle()
+    print(f"tune: sched mode 3 redrawn in {redraw:.2f} s, {received['bytes']:,} bytes")
+    assert redraw < PAINT_BUDGET_S and received["bytes"] < 2 * BYTES_BUDGET
+
+    # the sweep of the four sched modes fills its table
     button = dash.locator(".pypto-tune-sweep:visible").first
     expect(button).to_be_enabled(timeout=L.PLOT_TIMEOUT_MS)
     t0 = time.monotonic()
