@@ -16,7 +16,6 @@ import re
 import uuid
 import weakref
 from functools import lru_cache
-from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,6 @@ from .trace import TraceTimeline, lane_kind
 
 _KIND_ORDER = ("AICPU", "AIC", "AIV", "other")
 VARIANTS = ("", "main", "tail")
-SPAN_NAMES_FIRST = ("launch", "stitch", "submit", "dispatch", "complete", "wait device")
 
 
 def natural_key(text: str):
@@ -84,9 +82,8 @@ def _sorted_codes(names: list):
 
 # ---- simulated timelines ------------------------------------------------------------------------------
 
-def _simulated(tl, bars: _Bars, lanes: _Index, meta: dict) -> tuple:
-    """Task and AICPU bars of a simulated `Timeline`; returns (task id of each task bar in bar
-    order, dependency src/dst as task ids, per-task critical flags source)."""
+def _simulated(tl, bars: _Bars, lanes: _Index, meta: dict) -> None:
+    """Task and AICPU bars of a simulated `Timeline`, and the names they refer to (into ``meta``)."""
     from pypto.runtime.eventlog import AicpuSpans, TaskEvents
 
     us = tl.machine.cycles_to_us(1)
@@ -109,15 +106,12 @@ def _simulated(tl, bars: _Bars, lanes: _Index, meta: dict) -> tuple:
         cls = np.asarray(ev.cls, dtype=np.int64)
         variant = (np.where(full_of_class[cls], 1, 2) if ev.vso else np.zeros(n, dtype=np.int64))
         costs = [dict(p) for p in ev.cost_pipes]
-        roots = {"seq": seq, "names": ev.root_names}
         bars.extend(lane=lane_codes[ev.core], start=ev.start * us, dur=(ev.end - ev.start) * us,
                     group=leaf_of_class[cls], loop=loop_codes[seq_inv], device=device, variant=variant,
                     task=ids, cost=np.asarray(ev.cost, dtype=np.int64))
-        leaf_objects = {c.leaf.name: c.leaf for c in ev.classes}
     else:
         rows = list(ev)
         costs, cost_codes = [], _Index()
-        leaf_objects, roots = {}, None
         if rows:
             bars.extend(lane=[lanes(e.core) for e in rows], start=[e.start * us for e in rows],
                         dur=[e.duration * us for e in rows], group=[leaves(e.leaf) for e in rows],
@@ -129,8 +123,6 @@ def _simulated(tl, bars: _Bars, lanes: _Index, meta: dict) -> tuple:
     # AICPU spans: the control thread (stitch, submit, wait) and the schedule threads
     spans = tl.aicpu
     span_names = _Index()
-    for name in SPAN_NAMES_FIRST:
-        span_names(name)
     if isinstance(spans, AicpuSpans):
         c_thread = spans.owner(spans.done).astype(np.int64) if len(spans.done) else np.zeros(0, dtype=np.int64)
         threads = ["control"] + [f"sched{i}" for i in range(int(max(c_thread.max(initial=-1),
@@ -140,7 +132,8 @@ def _simulated(tl, bars: _Bars, lanes: _Index, meta: dict) -> tuple:
 
         name_codes = np.asarray([span_names(s) for s in SPAN_NAMES], dtype=np.int64)
         lane_of = lane_codes[np.concatenate([c_thread, spans.thread.astype(np.int64)]) + 1]
-        group = np.concatenate([np.full(len(c_thread), span_names("complete")), name_codes[spans.name.astype(np.int64)]])
+        group = np.concatenate([np.full(len(c_thread), span_names("complete")),
+                                name_codes[spans.name.astype(np.int64)]])
         start = np.concatenate([spans.c_start, spans.start])
         bars.extend(lane=lane_of, start=start * us, dur=(spans.ends - start) * us, group=group,
                     task=np.concatenate([spans.done.astype(np.int64), np.full(len(spans.start), -1)]))
@@ -151,7 +144,6 @@ def _simulated(tl, bars: _Bars, lanes: _Index, meta: dict) -> tuple:
     meta.update(leaves=leaves.names, loops=loops.names, spans=span_names.names, costs=costs,
                 pipes=sorted({p for c in costs for p in c}, key=natural_key),
                 cycles_per_us=1.0 / us if us else None)
-    return leaf_objects, roots
 
 
 def _deps(tl):
@@ -267,12 +259,11 @@ def swimlane_payload(tl, title: str | None = None, x_max: float | None = None) -
 def _payload(tl) -> tuple:
     meta: dict = {"kind": "trace" if isinstance(tl, TraceTimeline) else "simulated"}
     bars, lanes = _Bars(), _Index()
-    leaf_objects, roots = {}, None
     if isinstance(tl, TraceTimeline):
         _trace(tl, bars, lanes, meta)
         src_t = dst_t = np.zeros(0, dtype=np.int64)
     else:
-        leaf_objects, roots = _simulated(tl, bars, lanes, meta)
+        _simulated(tl, bars, lanes, meta)
         src_t, dst_t = _deps(tl)
     cols = {name: bars.column(name, np.float64 if name in ("start", "dur") else np.int64)
             for name in ("lane", "start", "dur", "group", "loop", "device", "variant", "task", "cost")}
@@ -385,10 +376,6 @@ def leaf_source_lines(leaf) -> list:
             text = ""
         out.append((str(loc), (text or "").strip()))
     return out
-
-
-def esc_text(value) -> str:
-    return escape(str(value), quote=True)
 
 
 __all__ = ["swimlane_payload", "decode_payload", "swimlane_html", "renderer_js", "widget_esm", "natural_key",

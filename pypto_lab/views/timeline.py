@@ -109,7 +109,9 @@ def stats_line(tl) -> str:
         f"bubbles {m['bubbles']} ({m['bubble_cycles']:,} cycles)"])
 
 
-def _change(old, new, lower_is_better: bool | None, points: bool = False) -> str:
+def change_html(old, new, lower_is_better: bool | None, points: bool = False) -> str:
+    """The change from ``old`` to ``new`` (relative %, or percentage points with ``points``),
+    green when better, red when worse; a change that rounds to zero is shown plain."""
     if old is None or new is None:
         return ""
     if points:
@@ -145,13 +147,13 @@ def compare_html(a, b, labels=("previous", "new")) -> str:
     for label, key, kind, lower in rows:
         if ma[key] is None and mb[key] is None:
             continue
-        out.append((esc(label), esc(fmt(ma[key], kind)), esc(fmt(mb[key], kind)), _change(ma[key], mb[key], lower)))
+        out.append((esc(label), esc(fmt(ma[key], kind)), esc(fmt(mb[key], kind)), change_html(ma[key], mb[key], lower)))
     for core in ("AIC", "AIV"):
         ua, ub = ma["utilization"].get(core), mb["utilization"].get(core)
         if ua is None and ub is None:
             continue
         out.append((f"utilization {core}", esc(fmt(ua, "pct")), esc(fmt(ub, "pct")),
-                    _change(ua, ub, False, points=True)))
+                    change_html(ua, ub, False, points=True)))
     return table(("", str(labels[0]), str(labels[1]), "change"), out)
 
 
@@ -209,4 +211,4 @@ def timeline_html(tl, title: str | None = None) -> str:
 
 
 __all__ = ["TraceTimeline", "load_trace", "stats_line", "compare_html", "leaf_summary_html", "lane_busy_html",
-           "trace_json_bytes", "timeline_html", "static_svg"]
+           "trace_json_bytes", "timeline_html", "static_svg", "change_html"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipywidgets as W
 
 from .. import views
+from ..views._html import esc, table
 from .timeline import TimelineView
 
 # runtime option -> (label, control factory); each control gets class "pypto-tune-<option>"
@@ -47,10 +48,10 @@ def sweep_html(rows: list, current: int) -> str:
         if s["makespan_cycles"] == best:
             cycles = f"<b>{cycles}</b>"
         util = " / ".join(f"{s['utilization'].get(k, 0.0):.1%}" for k in ("AIC", "AIV"))
-        change = views.timeline._change(base.stats["makespan_cycles"], s["makespan_cycles"], True) if base else ""
-        out.append((f"{mode} {views._html.esc(names.get(mode, ''))}" + (" (current)" if mode == current else ""),
+        change = views.timeline.change_html(base.stats["makespan_cycles"], s["makespan_cycles"], True) if base else ""
+        out.append((f"{mode} {esc(names.get(mode, ''))}" + (" (current)" if mode == current else ""),
                     cycles, f"{s['makespan_us']:,.2f} µs", change, util, f"{s['bubbles']['count']:,}"))
-    return views._html.table(("device_sched_mode", "makespan (cycles)", "makespan", "vs current", "utilization AIC / AIV",
+    return table(("device_sched_mode", "makespan (cycles)", "makespan", "vs current", "utilization AIC / AIV",
                               "bubbles"), out)
 
 

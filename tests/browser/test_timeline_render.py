@@ -39,7 +39,10 @@ _JS_TASK_POINT = """el => {
   return {x: p[0], y: p[1], n: ch.n};
 }"""
 # the leaf of the selected bar (a click on a collapsed row picks the nearest bar of its lanes)
-_JS_SELECTED_LEAF = "el => { const ch = el.pyptoChart; return ch.selected < 0 ? null : ch.meta.leaves[ch.col.group[ch.selected]]; }"
+_JS_SELECTED_LEAF = """el => {
+  const ch = el.pyptoChart;
+  return ch.selected < 0 ? null : ch.meta.leaves[ch.col.group[ch.selected]];
+}"""
 
 
 @pytest.fixture
