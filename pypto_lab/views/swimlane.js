@@ -326,13 +326,13 @@ var PyptoSwimlane = (function () {
       var x0 = GUTTER + (s - this.view[0]) * scale, x1 = x0 + c.dur[i] * scale;
       if (x1 < GUTTER) continue;
       if (x0 < GUTTER) x0 = GUTTER;
-      var colour = this.colourOf(i);
       var w = x1 - x0;
-      if (w < 1) {  // sub-pixel bars on one pixel column are drawn once
+      if (w < 1) {  // sub-pixel bars: one per pixel column (the first), so the cost stays per pixel
         var px = x0 | 0;
-        if (px === lastPx && colour === lastColour) continue;
+        if (px === lastPx) continue;
         lastPx = px; w = 1;
-      } else { lastPx = -1; }
+      } else { lastPx = x1 | 0; }
+      var colour = this.colourOf(i);
       ctx.globalAlpha = dim && !c.critical[i] ? 0.18 : 1;
       if (colour !== lastColour) { ctx.fillStyle = colour; lastColour = colour; }
       ctx.fillRect(x0, y, w, hgt);

@@ -301,6 +301,14 @@ def test_standalone_html_has_chart_and_fallback(kernel):
     assert "data:application/json" not in html and "http" not in html.split("<script>")[1]  # nothing fetched
 
 
+def test_timeline_repr_without_the_lab(kernel, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pypto_lab.views.timeline", None)  # as if pypto_lab were absent
+    html = kernel[0].last_run.timeline._repr_html_()
+    assert "<svg" in html and "makespan" in html and "<script" not in html
+
+
 def test_stats_line_and_compare(add_kernel):
     run = add_kernel[0].last_run
     tl, small = run.timeline, run.simulate(machine="small")
