@@ -1,0 +1,165 @@
+"""Running a sweep: trials in this process, or on a Dask cluster (an embedded ``LocalCluster`` of
+processes by default, or any scheduler by address). On Dask the kernel travels by its source
+(`KernelSource`) and each worker keeps its own compiled versions; results stream back as they
+finish (``as_completed``); a trial whose worker died is run again (Dask reschedules it, and
+``retries`` covers errors raised by the trial itself)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from .results import Results
+from .search import make_strategy
+from .space import Space
+from .source import KernelSource
+from .trial import FAILED, Evaluator, TrialRecord
+
+_EVALUATORS: dict = {}  # on a worker: (source, space, seed) -> Evaluator, kept between trials
+
+
+def run_trial(source: KernelSource, space: dict, config: dict, number: int, seed: int = 0) -> TrialRecord:
+    """One trial on a worker: load the kernel by its source (once per process), evaluate."""
+    import json
+
+    key = (source, json.dumps(space, sort_keys=True), seed)
+    evaluator = _EVALUATORS.get(key)
+    if evaluator is None:
+        evaluator = _EVALUATORS[key] = Evaluator(source.load(), Space.from_dict(space), seed)
+    return evaluator.evaluate(config, number)
+
+
+class InProcessRunner:
+    """Trials one after another in this process (``evaluator`` keeps the compiled versions; the
+    lab re-simulates the best trial's timeline from it)."""
+
+    def __init__(self, kernel, space: Space, seed: int = 0):
+        self.evaluator = Evaluator(kernel, space, seed)
+
+    def run(self, strategy, results: Results, budget: int | None, deadline: float | None, on_trial) -> None:
+        number = len(results)
+        while (budget is None or number < budget) and (deadline is None or time.monotonic() < deadline):
+            config = strategy.ask()
+            if config is None:
+                break
+            record = self.evaluator.evaluate(config, number)
+            number += 1
+            _finish(record, strategy, results, on_trial)
+
+    def close(self) -> None:
+        pass
+
+
+class DaskRunner:
+    """Trials on Dask workers. ``scheduler_address`` (``tcp://host:8786``) joins a running cluster;
+    without it an embedded ``LocalCluster(processes=True)`` of ``n_workers`` single-threaded
+    workers (default: one per core) is started and closed with the runner. ``client`` reuses an
+    existing ``distributed.Client``. At most ``in_flight`` trials (default twice the workers) are
+    submitted ahead, so a sampler learns from results as they come."""
+
+    def __init__(self, source: KernelSource, space: Space, seed: int = 0, scheduler_address: str | None = None,
+                 n_workers: int | None = None, client=None, retries: int = 2, in_flight: int | None = None):
+        from distributed import Client, LocalCluster
+
+        self.source, self.space, self.seed, self.retries = source, space, seed, retries
+        self._own = []
+        if client is None:
+            if scheduler_address:
+                client = Client(scheduler_address)
+            else:
+                cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
+                                       processes=True, dashboard_address=None)
+                client = Client(cluster)
+                self._own.append(cluster)
+            self._own.insert(0, client)
+        self.client = client
+        workers = max(1, len(client.scheduler_info().get("workers", {})) or (n_workers or 1))
+        self.in_flight = in_flight or 2 * workers
+
+    def run(self, strategy, results: Results, budget: int | None, deadline: float | None, on_trial) -> None:
+        from distributed import as_completed
+
+        space = self.space.to_dict()
+        number = len(results)
+        pending = as_completed()
+        configs: dict = {}
+
+        def submit() -> bool:
+            nonlocal number
+            if (budget is not None and number >= budget) or (deadline is not None and time.monotonic() >= deadline):
+                return False
+            config = strategy.ask()
+            if config is None:
+                return False
+            future = self.client.submit(run_trial, self.source, space, config, number, self.seed,
+                                        pure=False, retries=self.retries, key=f"pypto-tune-{number}-{os.urandom(4).hex()}")
+            configs[future.key] = (number, config)
+            pending.add(future)
+            number += 1
+            return True
+
+        while len(configs) < self.in_flight and submit():
+            pass
+        for future in pending:
+            n, config = configs.pop(future.key)
+            try:
+                record = future.result()
+            except Exception as e:  # noqa: BLE001 - e.g. KilledWorker after every retry: recorded
+                record = TrialRecord(n, config, status=FAILED, error=f"{type(e).__name__}: {e}")
+            _finish(record, strategy, results, on_trial)
+            while len(configs) < self.in_flight and submit():
+                pass
+
+    def close(self) -> None:
+        for thing in self._own:
+            thing.close()
+        self._own = []
+
+
+def _finish(record, strategy, results, on_trial) -> None:
+    strategy.tell(record)
+    results.add(record)
+    if on_trial is not None:
+        on_trial(record, results)
+
+
+def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, seconds: float | None = None,
+          runner: str = "inprocess", scheduler_address: str | None = None, n_workers: int | None = None,
+          client=None, store: str | None = None, source: str | None = None, seed: int = 0, on_trial=None,
+          retries: int = 2) -> Results:
+    """Search ``space`` for the configuration of ``kernel`` with the smallest simulated makespan.
+
+    ``strategy``: ``"grid"`` (every configuration), ``"random"``, ``"tpe"`` (optuna's TPE sampler)
+    or an object with ``ask()``/``tell(record)``. ``budget``: at most this many trials in all
+    (including resumed ones); ``seconds``: stop submitting after this long. ``runner``:
+    ``"inprocess"`` or ``"dask"`` (``scheduler_address``/``client`` imply ``"dask"``; without them
+    an embedded LocalCluster of ``n_workers`` processes). ``store``: a JSON file rewritten after
+    every trial; if it exists its finished trials are kept and not run again. ``source``: the text
+    of a module defining the kernel, for Dask when the kernel is not in a module file.
+    ``on_trial(record, results)`` is called as each trial finishes.
+    """
+    from ..errors import OptionError
+
+    if runner not in ("inprocess", "dask"):
+        raise OptionError(f"unknown runner {runner!r}", param="runner", expected="'inprocess' or 'dask'",
+                          got=repr(runner))
+    name = getattr(kernel, "__name__", str(kernel))
+    if store and os.path.exists(store):
+        results = Results.load(store)
+    else:
+        results = Results(kernel=name, space=space.to_dict(), path=store)
+    results.kernel, results.space = name, space.to_dict()
+    chosen = make_strategy(strategy, space, seed, finished=list(results.records))
+    use_dask = runner == "dask" or scheduler_address is not None or client is not None
+    if use_dask:
+        engine = DaskRunner(KernelSource.of(kernel, text=source), space, seed, scheduler_address, n_workers,
+                            client, retries)
+    else:
+        engine = InProcessRunner(kernel, space, seed)
+    deadline = time.monotonic() + seconds if seconds is not None else None
+    try:
+        engine.run(chosen, results, budget, deadline, on_trial)
+    finally:
+        engine.close()
+    results.evaluator = getattr(engine, "evaluator", None)
+    return results
