@@ -38,17 +38,18 @@ def render(kernel, best) -> str:
         return deco + f"\ndef {fn.__name__}(...)  # tuned: " + ", ".join(f"{k}={v!r}" for k, v in params.items())
     args = func.args
     positional = args.posonlyargs + args.args
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
     parts = []
-    for a, d in zip(positional, defaults):
+    for a in positional:
         text = a.arg + (f": {ast.unparse(a.annotation)}" if a.annotation is not None else "")
-        value = repr(params[a.arg]) if a.arg in params else (ast.unparse(d) if d is not None else None)
+        default = inspect.signature(fn).parameters[a.arg].default
+        value = repr(params[a.arg]) if a.arg in params else (
+            repr(default) if default is not inspect.Parameter.empty else None)
         parts.append(text + (f" = {value}" if value is not None and a.annotation is not None
                              else f"={value}" if value is not None else ""))
     lines = [deco, f"def {fn.__name__}(" + ",\n        ".join(parts) + "):"]
-    for node in ast.walk(func):
-        if isinstance(node, ast.Call) and _called_name(node) in _TILE_CALLS:
-            lines.append("    " + ast.unparse(_Substitute(params).visit(node)))
+    calls = [n for n in ast.walk(func) if isinstance(n, ast.Call) and _called_name(n) in _TILE_CALLS]
+    for node in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):  # in source order
+        lines.append("    " + ast.unparse(_Substitute(params).visit(node)))
     return "\n".join(lines)
 
 

@@ -124,7 +124,7 @@ def _finish(record, strategy, results, on_trial) -> None:
 
 
 def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, seconds: float | None = None,
-          runner: str = "inprocess", scheduler_address: str | None = None, n_workers: int | None = None,
+          runner: str = "dask", scheduler_address: str | None = None, n_workers: int | None = None,
           client=None, store: str | None = None, source: str | None = None, seed: int = 0, on_trial=None,
           retries: int = 2) -> Results:
     """Search ``space`` for the configuration of ``kernel`` with the smallest simulated makespan.
@@ -132,8 +132,9 @@ def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, s
     ``strategy``: ``"grid"`` (every configuration), ``"random"``, ``"tpe"`` (optuna's TPE sampler)
     or an object with ``ask()``/``tell(record)``. ``budget``: at most this many trials in all
     (including resumed ones); ``seconds``: stop submitting after this long. ``runner``:
-    ``"inprocess"`` or ``"dask"`` (``scheduler_address``/``client`` imply ``"dask"``; without them
-    an embedded LocalCluster of ``n_workers`` processes). ``store``: a JSON file rewritten after
+    ``"dask"`` (the default: the cluster at ``scheduler_address``, or ``client``, or else an
+    embedded ``LocalCluster`` of ``n_workers`` processes, one per core) or ``"inprocess"`` (no
+    cluster: best for small spaces, and for kernels defined in a notebook). ``store``: a JSON file rewritten after
     every trial; if it exists its finished trials are kept and not run again. ``source``: the text
     of a module defining the kernel, for Dask when the kernel is not in a module file.
     ``on_trial(record, results)`` is called as each trial finishes.
@@ -150,8 +151,7 @@ def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, s
         results = Results(kernel=name, space=space.to_dict(), path=store)
     results.kernel, results.space = name, space.to_dict()
     chosen = make_strategy(strategy, space, seed, finished=list(results.records))
-    use_dask = runner == "dask" or scheduler_address is not None or client is not None
-    if use_dask:
+    if runner == "dask":
         engine = DaskRunner(KernelSource.of(kernel, text=source), space, seed, scheduler_address, n_workers,
                             client, retries)
     else:
