@@ -18,15 +18,16 @@ from .trial import FAILED, Evaluator, TrialRecord
 _EVALUATORS: dict = {}  # on a worker: (source, space, seed) -> Evaluator, kept between trials
 
 
-def run_trial(source: KernelSource, space: dict, config: dict, number: int, seed: int = 0) -> TrialRecord:
-    """One trial on a worker: load the kernel by its source (once per process), evaluate."""
+def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0) -> list:
+    """Trials on a worker: load the kernel by its source (once per process) and evaluate each
+    ``(number, config)`` of ``numbered``; the worker keeps its compiled versions between calls."""
     import json
 
     key = (source, json.dumps(space, sort_keys=True), seed)
     evaluator = _EVALUATORS.get(key)
     if evaluator is None:
         evaluator = _EVALUATORS[key] = Evaluator(source.load(), Space.from_dict(space), seed)
-    return evaluator.evaluate(config, number)
+    return [evaluator.evaluate(config, number) for number, config in numbered]
 
 
 class InProcessRunner:
@@ -58,7 +59,8 @@ class DaskRunner:
     submitted ahead, so a sampler learns from results as they come."""
 
     def __init__(self, source: KernelSource, space: Space, seed: int = 0, scheduler_address: str | None = None,
-                 n_workers: int | None = None, client=None, retries: int = 2, in_flight: int | None = None):
+                 n_workers: int | None = None, client=None, retries: int = 2, in_flight: int | None = None,
+                 chunk: int = 8):
         from distributed import Client, LocalCluster
 
         self.source, self.space, self.seed, self.retries = source, space, seed, retries
@@ -73,8 +75,9 @@ class DaskRunner:
                 self._own.append(cluster)
             self._own.insert(0, client)
         self.client = client
-        workers = max(1, len(client.scheduler_info().get("workers", {})) or (n_workers or 1))
-        self.in_flight = in_flight or 2 * workers
+        self.workers = max(1, len(client.scheduler_info().get("workers", {})) or (n_workers or 1))
+        self.in_flight = in_flight or 2 * self.workers
+        self.chunk = max(1, chunk)
 
     def run(self, strategy, results: Results, budget: int | None, deadline: float | None, on_trial) -> None:
         from distributed import as_completed
@@ -82,32 +85,43 @@ class DaskRunner:
         space = self.space.to_dict()
         number = len(results)
         pending = as_completed()
-        configs: dict = {}
+        batches: dict = {}
+        # a few trials per Dask task amortise its overhead (a re-simulation takes milliseconds);
+        # never more than an even share of what is left, so every worker gets some
+        left = (self.space.size if budget is None else min(budget, self.space.size)) - number
+        chunk = max(1, min(self.chunk, left // (2 * self.workers)))
 
         def submit() -> bool:
             nonlocal number
-            if (budget is not None and number >= budget) or (deadline is not None and time.monotonic() >= deadline):
+            numbered = []
+            while len(numbered) < chunk:
+                if (budget is not None and number >= budget) or (deadline is not None and time.monotonic() >= deadline):
+                    break
+                config = strategy.ask()
+                if config is None:
+                    break
+                numbered.append((number, config))
+                number += 1
+            if not numbered:
                 return False
-            config = strategy.ask()
-            if config is None:
-                return False
-            future = self.client.submit(run_trial, self.source, space, config, number, self.seed,
-                                        pure=False, retries=self.retries, key=f"pypto-tune-{number}-{os.urandom(4).hex()}")
-            configs[future.key] = (number, config)
+            future = self.client.submit(run_trials, self.source, space, numbered, self.seed, pure=False,
+                                        retries=self.retries, key=f"pypto-tune-{numbered[0][0]}-{os.urandom(4).hex()}")
+            batches[future.key] = numbered
             pending.add(future)
-            number += 1
             return True
 
-        while len(configs) < self.in_flight and submit():
+        while len(batches) < self.in_flight and submit():
             pass
         for future in pending:
-            n, config = configs.pop(future.key)
+            numbered = batches.pop(future.key)
             try:
-                record = future.result()
+                records = future.result()
             except Exception as e:  # noqa: BLE001 - e.g. KilledWorker after every retry: recorded
-                record = TrialRecord(n, config, status=FAILED, error=f"{type(e).__name__}: {e}")
-            _finish(record, strategy, results, on_trial)
-            while len(configs) < self.in_flight and submit():
+                records = [TrialRecord(n, config, status=FAILED, error=f"{type(e).__name__}: {e}")
+                           for n, config in numbered]
+            for record in records:
+                _finish(record, strategy, results, on_trial)
+            while len(batches) < self.in_flight and submit():
                 pass
 
     def close(self) -> None:
