@@ -87,7 +87,10 @@ class Evaluator:
     def __init__(self, kernel, space: Space, seed: int = 0):
         from ..frontend.signature import Signature
 
-        self.kernel, self.space, self.seed = kernel, space, seed
+        # a private kernel over the same function: the sweep's versions and calls stay out of the
+        # user's kernel (its cache, cache_info and last_run are untouched)
+        self.kernel = _private_copy(kernel)
+        self.space, self.seed = space, seed
         self.signature = Signature(kernel.fn, kernel.loc)
         self.compiles = 0
         self._versions: dict = {}
@@ -246,6 +249,13 @@ class Evaluator:
 
 class _TrialFailed(Exception):
     pass
+
+
+def _private_copy(kernel):
+    import pypto
+
+    options = {f"{g}_options": dict(v) for g, v in getattr(kernel, "jit_options", {}).items()}
+    return pypto.jit(getattr(kernel, "fn", kernel), **options)
 
 
 def _error_text(e: BaseException) -> str:
