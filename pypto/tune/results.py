@@ -95,17 +95,18 @@ class Results:
                 f.write(text)
         return text
 
-    def table(self, limit: int | None = 10, by: str = "makespan_cycles") -> str:
-        """A text table of the records ordered by ``by`` (the first ``limit``)."""
+    def table(self, limit: int | None = 10, by: str = "makespan_cycles", timing: bool = True) -> str:
+        """A text table of the records ordered by ``by`` (the first ``limit``); ``timing=False``
+        leaves out the compile seconds (the only column that is not deterministic)."""
         names = self.names
         head = ["#", *names, "status", "makespan", "crit path", "AIC%", "AIV%", "L2 hit", "dev tasks",
-                "compile s"]
+                "compile s"][:None if timing else -1]
         lines = [head]
         for r in self.sorted(by)[:limit]:
             lines.append([str(r.number), *(_cell(r.config.get(n)) for n in names), r.status,
                           _cell(r.makespan_cycles), _cell(r.critical_path_cycles), _pct(r.utilization_aic),
                           _pct(r.utilization_aiv), _pct(r.l2_hit_rate), _cell(r.device_tasks),
-                          "-" if r.compile_seconds is None else f"{r.compile_seconds:.3f}"])
+                          "-" if r.compile_seconds is None else f"{r.compile_seconds:.3f}"][:len(head)])
         widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
         return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in lines)
 
