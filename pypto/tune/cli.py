@@ -108,5 +108,16 @@ def _text(source) -> str | None:
     return None
 
 
+def run(argv=None) -> int:
+    """`main`, with a pypto error printed as its message (no traceback) and exit status 2."""
+    from ..errors import PyptoError
+
+    try:
+        return main(argv)
+    except PyptoError as e:
+        print(f"python -m pypto.tune: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

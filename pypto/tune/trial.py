@@ -11,6 +11,7 @@ with the reference configuration (the kernel's defaults) once, when it is compil
 from __future__ import annotations
 
 import socket
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -294,9 +295,10 @@ def _ub_bytes(compiled) -> int:
 
 
 def _worker_name() -> str:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except (ImportError, ValueError):
-        return f"{socket.gethostname()}:local"
+    distributed = sys.modules.get("distributed")  # never imported just to ask (in-process sweeps)
+    if distributed is not None:
+        try:
+            return distributed.get_worker().address
+        except ValueError:  # not inside a Dask worker
+            pass
+    return f"{socket.gethostname()}:local"

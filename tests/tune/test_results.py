@@ -86,3 +86,11 @@ def test_cli_prints_the_table_and_the_best(tmp_path, capsys):
     assert len(csv_path.read_text().splitlines()) == 5
     assert parse_shapes(["x=1,2", "out=1,2", "x=3,2", "out=3,2"]) == [{"x": (1, 2), "out": (1, 2)},
                                                                        {"x": (3, 2), "out": (3, 2)}]
+
+
+def test_cli_reports_a_bad_kernel_name_without_a_traceback(capsys):
+    from pypto.tune.cli import run
+
+    assert run(["no_colon_here", "--shape", "x=1"]) == 2
+    err = capsys.readouterr().err
+    assert "module:kernel or file.py:kernel" in err and "Traceback" not in err
