@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 
 from .space import Space, compile_part, config_key, split
@@ -82,10 +83,12 @@ class _Version:
 class Evaluator:
     """Runs configurations of ``space`` on ``kernel`` (a ``pypto.jit`` function) in this process.
 
-    ``compiles`` counts the versions compiled (a runtime-only change compiles nothing).
+    ``compiles`` counts the versions compiled (a runtime-only change compiles nothing). At most
+    ``max_versions`` compiled versions are kept (least recently used first out); a version keeps
+    only what re-simulation needs (the lowered program and the call's recorded root instances).
     """
 
-    def __init__(self, kernel, space: Space, seed: int = 0):
+    def __init__(self, kernel, space: Space, seed: int = 0, max_versions: int = 64):
         from ..frontend.signature import Signature
 
         # a private kernel over the same function: the sweep's versions and calls stay out of the
@@ -94,7 +97,8 @@ class Evaluator:
         self.space, self.seed = space, seed
         self.signature = Signature(kernel.fn, kernel.loc)
         self.compiles = 0
-        self._versions: dict = {}
+        self.max_versions = max_versions
+        self._versions: OrderedDict = OrderedDict()  # (compile part, call) -> _Version
         self._reference: dict = {}
 
     # ---- inputs and the reference ------------------------------------------------------------------
@@ -160,8 +164,11 @@ class Evaluator:
         key = (config_key(compile_part(config)), call)
         v = self._versions.get(key)
         if v is not None:
+            self._versions.move_to_end(key)
             return v, False
         v = self._versions[key] = self._compile(config, call)
+        if len(self._versions) > self.max_versions:  # bounded: the least recently used goes
+            self._versions.popitem(last=False)
         return v, True
 
     def _compile(self, config: dict, call: int) -> _Version:
@@ -183,6 +190,9 @@ class Evaluator:
                 raise RuntimeError("this call cannot be re-simulated (it recorded no root instances)")
         except Exception as e:  # noqa: BLE001 - a failing candidate is recorded, not fatal
             return _Version(error=_error_text(e))
+        finally:
+            # the private kernel's versions hold their last call's tensors: the sweep keeps its own
+            self.kernel.cache_clear()
         full = {name: compiled.options.get("runtime", name) for (g, name) in OPTIONS if g == "runtime"}
         v = _Version(Replayer(compiled.lowered, stream, compiled.lowered.memory_key), full, current_machine(),
                      compiled.compile_seconds, _ub_bytes(compiled))

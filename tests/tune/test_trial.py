@@ -88,3 +88,14 @@ def test_several_call_shapes_sum_their_figures():
     both = tune.sweep(exp_rows, tune.space([small, big], TILE=[32]), runner="inprocess")[0]
     assert both.makespan_cycles == one[0].makespan_cycles + one[1].makespan_cycles
     assert both.tasks == one[0].tasks + one[1].tasks
+
+
+def test_kept_versions_are_bounded_and_the_users_kernel_untouched():
+    x, out = torch.randn(8, 128), torch.empty(8, 128)
+    exp_rows(x, out)
+    before = (exp_rows.cache_info().misses, exp_rows.last_run)
+    ev = tune.Evaluator(exp_rows, tune.space(SHAPE, TILE=[8, 16, 32]), max_versions=2)
+    for tile in (8, 16, 32, 32, 8):  # 8 was dropped when 32 came: compiled again
+        assert ev.evaluate({"TILE": tile}).ok
+    assert ev.compiles == 4 and len(ev._versions) == 2
+    assert (exp_rows.cache_info().misses, exp_rows.last_run) == before
