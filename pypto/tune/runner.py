@@ -16,6 +16,7 @@ from .source import KernelSource
 from .trial import FAILED, Evaluator, TrialRecord
 
 _EVALUATORS: dict = {}  # on a worker: (source, space, seed) -> Evaluator, kept between trials
+_KEEP_EVALUATORS = 4
 
 
 def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0) -> list:
@@ -26,6 +27,8 @@ def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0)
     key = (source, json.dumps(space, sort_keys=True), seed)
     evaluator = _EVALUATORS.get(key)
     if evaluator is None:
+        while len(_EVALUATORS) >= _KEEP_EVALUATORS:  # a long-lived worker serves many sweeps
+            _EVALUATORS.pop(next(iter(_EVALUATORS)))
         evaluator = _EVALUATORS[key] = Evaluator(source.load(), Space.from_dict(space), seed)
     return [evaluator.evaluate(config, number) for number, config in numbered]
 
