@@ -2,6 +2,8 @@
 
 Per batch and query block, the running row max ``m``, row sum ``l`` and output ``acc`` live in
 local tensors carried across the KV loop (each iteration reads what the previous one wrote).
+The block sizes are compile-time parameters (defaults ``BQ``, ``BK``), so a sweep can tune them
+(`notebooks/05_tuning.ipynb`); the cube tiles follow them.
 """
 import torch
 
@@ -15,9 +17,10 @@ BQ, BK = 32, 64  # query and key/value block sizes
 def flash_attention(q: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC, D], pypto.DT_FP32),
                     k: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC, D], pypto.DT_FP32),
                     v: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC, D], pypto.DT_FP32),
-                    out: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC, D], pypto.DT_FP32)):
+                    out: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC, D], pypto.DT_FP32),
+                    BQ: int = BQ, BK: int = BK):
     scale = 1.0 / D ** 0.5
-    pypto.set_cube_tile_shapes([32, 32], [64, 64], [64, 64])
+    pypto.set_cube_tile_shapes([BQ, BQ], [64, 64], [64, 64])
     for b in pypto.loop(q.shape[0]):
         for i in pypto.loop(pypto.ceildiv(q.shape[1], BQ)):
             qb = pypto.reshape(q[b:b + 1, i * BQ:(i + 1) * BQ, :], [BQ, D])

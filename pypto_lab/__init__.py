@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = ["TABS", "dashboard", "parse_tabs", "load_ipython_extension", "show", "unload_ipython_extension"]
 
 # The dashboard's tabs, in display order (also the names ``--show`` and ``tabs=`` accept).
-TABS = ("graph", "passes", "code", "cache", "timeline", "tune")
+TABS = ("graph", "passes", "code", "cache", "timeline", "tune", "sweep")
 
 
 def parse_tabs(tabs=None) -> tuple:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np  # imported with the simulator, never by `import pypto`
 import math
 from array import array
+from dataclasses import replace
 from heapq import heappop, heappush
 
 from ..errors import KernelRuntimeError
@@ -49,6 +50,29 @@ def simulate(lowered, stream, runtime: dict, machine, memory_key) -> Timeline:
     (a `RootStream`, or a list of its ``("root", ...)`` / ``("flush",)`` tuples)."""
     replay = _Replay(lowered, stream, bool(runtime.get("valid_shape_optimize", 0)), memory_key)
     return _Sim(lowered, replay, runtime, machine).run()
+
+
+class Replayer:
+    """One call's root instances and tasks, built once and simulated under many runtime options
+    (a tuning sweep): building the tasks costs several times more than scheduling them. The
+    tasks depend only on ``valid_shape_optimize``, so one table is kept per value of it."""
+
+    def __init__(self, lowered, stream, memory_key):
+        self.lowered, self.stream, self.memory_key = lowered, stream, memory_key
+        self._replays: dict = {}
+
+    def simulate(self, runtime: dict, machine) -> Timeline:
+        """The timeline under ``runtime`` (a full runtime-option dict) on ``machine``; the same
+        as `simulate` with these arguments."""
+        vso = bool(runtime.get("valid_shape_optimize", 0))
+        replay = self._replays.get(vso)
+        if replay is None:
+            replay = self._replays[vso] = _Replay(self.lowered, self.stream, vso, self.memory_key)
+        fresh = object.__new__(_Replay)
+        fresh.__dict__.update(replay.__dict__)
+        # the scheduler counts down each task's predecessors in place: give it its own counts
+        fresh.tasks = replace(replay.tasks, npred=replay.tasks.npred.copy())
+        return _Sim(self.lowered, fresh, runtime, machine).run()
 
 
 class _Replay:

@@ -9,6 +9,7 @@ import ipywidgets as W
 from .. import parse_tabs, views
 from .panels import CachePanel, CodePanel, GraphPanel, PassesPanel
 from .timeline import TimelinePanel
+from .sweep import SweepPanel
 from .tune import TunePanel
 
 
@@ -26,6 +27,7 @@ _BUILDERS = {
     "cache": lambda d: CachePanel(d.kernel),
     "timeline": lambda d: TimelinePanel(d.run.timeline, title=f"{d.compiled.name}: simulated", compiled=d.compiled),
     "tune": lambda d: TunePanel(d.run),
+    "sweep": lambda d: SweepPanel(d.kernel, d.run),
 }
 
 

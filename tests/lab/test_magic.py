@@ -102,7 +102,7 @@ def test_one_dashboard_per_kernel_in_call_order(shell, magics):
 
 def test_default_shows_every_tab(shell, magics):
     run(shell, "", "add(x, x, out)")
-    assert magics.last_dashboards[0].titles == ("Graph", "Passes", "Code", "Cache", "Timeline", "Tune")
+    assert magics.last_dashboards[0].titles == ("Graph", "Passes", "Code", "Cache", "Timeline", "Tune", "Sweep")
 
 
 def test_run_mode_accepts_names_and_numbers(shell, magics):

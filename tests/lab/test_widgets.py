@@ -40,7 +40,7 @@ def board(kernel):
 
 
 def test_tabs_and_summary(board, kernel):
-    assert board.titles == ("Graph", "Passes", "Code", "Cache", "Timeline", "Tune")
+    assert board.titles == ("Graph", "Passes", "Code", "Cache", "Timeline", "Tune", "Sweep")
     assert tuple(board.tab.titles) == board.titles
     assert "two_leaves" in board.summary.value
     assert board.run is kernel.last_run

@@ -1,0 +1,27 @@
+"""Autotuning sweeps: search a kernel's tile parameters and pypto's options for the shortest
+simulated makespan, in this process or on a Dask cluster.
+
+    space = pypto.tune.space({"x": (4096, 512), "out": (4096, 512)}, TILE=[32, 64, 128],
+                             options={"device_sched_mode": [0, 1, 2, 3]})
+    results = pypto.tune.sweep(kernel, space, strategy="tpe", budget=200)
+    print(results.table())
+    print(pypto.tune.render(kernel, results.best))
+    tuned = pypto.tune.apply(kernel, results.best)
+
+`space` declares the candidates (`space.py`); a trial compiles only when a compile-affecting value
+changes and otherwise re-simulates the cached call (`trial.py`); strategies choose the next
+configuration (`search.py`); runners execute trials here or on Dask (`runner.py`); `Results`
+hold the records (`results.py`); `render`/`apply` use the best (`render.py`). Command line:
+``python -m pypto.tune module:kernel --shape x=4096,512 ...`` (`cli.py`).
+"""
+
+from .render import apply, render
+from .results import Results
+from .runner import DaskRunner, InProcessRunner, sweep
+from .search import GridSearch, OptunaSearch, RandomSearch
+from .source import KernelSource
+from .space import Space, space
+from .trial import Evaluator, TrialRecord
+
+__all__ = ["DaskRunner", "Evaluator", "GridSearch", "InProcessRunner", "KernelSource", "OptunaSearch",
+           "RandomSearch", "Results", "Space", "TrialRecord", "apply", "render", "space", "sweep"]

@@ -1,0 +1,314 @@
+"""Trials: run one configuration of a space and record what the simulator says about it.
+
+An `Evaluator` keeps one compiled version per distinct compile-affecting part of a configuration
+(kernel parameters, pass options, compile-affecting runtime options) and call shape. A trial that
+changes only runtime options re-simulates that version's recorded call (`runtime.scheduler.
+Replayer`, the engine behind ``RunRecord.simulate`` and the lab's Tune tab, with the call's tasks
+built once); nothing recompiles and no number is recomputed. A version's numbers are compared
+with the reference configuration (the kernel's defaults) once, when it is compiled.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+
+from .space import Space, compile_part, config_key, split
+
+OK, FAILED, MISMATCH = "ok", "failed", "mismatch"
+
+# [rtol, atol] per dtype family when comparing with the reference configuration: another tile
+# shape may sum in another order, which moves the last bits, never more
+_TOLERANCE = {"fp32": (1e-4, 1e-4), "half": (2e-2, 2e-2)}
+
+
+@dataclass
+class TrialRecord:
+    """One trial: its configuration, status (``ok``, ``failed`` or ``mismatch``: the numbers differ
+    from the reference configuration's), the error of a failed trial, and the simulated figures,
+    summed over the space's call shapes (utilisation and L2 hit rate: averaged)."""
+
+    number: int
+    config: dict
+    status: str = OK
+    error: str = ""
+    makespan_cycles: int | None = None
+    makespan_us: float | None = None
+    critical_path_cycles: int | None = None
+    utilization_aic: float | None = None
+    utilization_aiv: float | None = None
+    l2_hit_rate: float | None = None
+    device_tasks: int | None = None
+    tasks: int | None = None
+    compile_seconds: float | None = None  # of the compiled version(s) the trial ran, compiled now or before
+    compiled: bool = False  # this trial compiled a new version (else it re-simulated a cached one)
+    ub_bytes: int | None = None  # the largest UB footprint of any leaf
+    numbers_match: bool | None = None  # None: no reference to compare with
+    seconds: float = 0.0  # wall time of the trial
+    worker: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    @property
+    def key(self) -> str:
+        return config_key(self.config)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrialRecord":
+        return cls(**d)
+
+
+@dataclass
+class _Version:
+    """One compiled version for one call shape (or the error compiling or running it)."""
+
+    replayer: object = None
+    runtime: dict = field(default_factory=dict)
+    machine: object = None
+    compile_seconds: float = 0.0
+    ub_bytes: int = 0
+    numbers_match: bool | None = None
+    error: str = ""
+
+
+class Evaluator:
+    """Runs configurations of ``space`` on ``kernel`` (a ``pypto.jit`` function) in this process.
+
+    ``compiles`` counts the versions compiled (a runtime-only change compiles nothing). At most
+    ``max_versions`` compiled versions are kept (least recently used first out); a version keeps
+    only what re-simulation needs (the lowered program and the call's recorded root instances).
+    """
+
+    def __init__(self, kernel, space: Space, seed: int = 0, max_versions: int = 64):
+        from ..frontend.signature import Signature
+
+        # a private kernel over the same function: the sweep's versions and calls stay out of the
+        # user's kernel (its cache, cache_info and last_run are untouched)
+        self.kernel = _private_copy(kernel)
+        self.space, self.seed = space, seed
+        self.signature = Signature(kernel.fn, kernel.loc)
+        self.compiles = 0
+        self.max_versions = max_versions
+        self._versions: OrderedDict = OrderedDict()  # (compile part, call) -> _Version
+        self._reference: dict = {}
+
+    # ---- inputs and the reference ------------------------------------------------------------------
+    def inputs(self, call: int) -> list:
+        """Fresh, seeded arguments for call shape number ``call`` (outputs start as zeros)."""
+        import torch
+
+        from ..errors import OptionError
+
+        shapes = self.space.shapes[call]
+        g = torch.Generator().manual_seed(self.seed + call)
+        args = []
+        for spec in self.signature.tensors:
+            shape = shapes.get(spec.param)
+            if shape is None:
+                if spec.dims and all(d.kind == "fixed" for d in spec.dims):  # the annotation fixes it
+                    shape = tuple(d.size for d in spec.dims)
+                else:
+                    raise OptionError(f"no shape for tensor parameter '{spec.param}' in call shape {call}",
+                                      param="shapes", expected=f"a shape for each of "
+                                      f"{', '.join(t.param for t in self.signature.tensors)}",
+                                      got=f"shapes for {', '.join(shapes) or 'none'}")
+            dtype = spec.dtype
+            if dtype is None:
+                import pypto
+
+                dtype = getattr(pypto, "DT_" + self.space.dtypes.get(spec.param, "fp32").upper())
+            tdt = dtype.torch()
+            if tdt.is_floating_point:
+                t = torch.randn(shape, generator=g).to(tdt)
+            elif tdt == torch.bool:
+                t = torch.randint(0, 2, shape, generator=g).bool()
+            else:
+                t = torch.randint(0, 8, shape, generator=g).to(tdt)
+            args.append(t)
+        return args
+
+    def _outputs(self, args, result) -> list:
+        import torch
+
+        outs = [a.clone() for a in args]
+        if isinstance(result, torch.Tensor):
+            outs.append(result.clone())
+        elif isinstance(result, (list, tuple)):
+            outs.extend(r.clone() for r in result if isinstance(r, torch.Tensor))
+        return outs
+
+    def reference(self, call: int):
+        """The outputs of the kernel's default configuration on call ``call`` (None if it fails)."""
+        if call not in self._reference:
+            args = self.inputs(call)
+            try:
+                result = self.kernel(*args)
+                self._reference[call] = self._outputs(args, result)
+            except Exception:  # noqa: BLE001 - no reference: the numbers are not compared
+                self._reference[call] = None
+        return self._reference[call]
+
+    # ---- compiled versions ---------------------------------------------------------------------
+    def version(self, config: dict, call: int) -> tuple[_Version, bool]:
+        """The compiled version for ``config``'s compile-affecting values on call ``call``, and
+        whether it was compiled now."""
+        key = (config_key(compile_part(config)), call)
+        v = self._versions.get(key)
+        if v is not None:
+            self._versions.move_to_end(key)
+            return v, False
+        v = self._versions[key] = self._compile(config, call)
+        if len(self._versions) > self.max_versions:  # bounded: the least recently used goes
+            self._versions.popitem(last=False)
+        return v, True
+
+    def _compile(self, config: dict, call: int) -> _Version:
+        from ..options import OPTIONS, forced
+        from ..runtime.machine import current_machine
+        from ..runtime.scheduler import Replayer
+
+        params, runtime, passes = split(compile_part(config))
+        reference = self.reference(call)
+        args = self.inputs(call)
+        self.compiles += 1
+        try:
+            with forced(runtime_options=runtime or None, pass_options=passes or None):
+                result = self.kernel(*args, **params)
+            run = self.kernel.last_run
+            compiled = run.compiled
+            stream = getattr(compiled.executor, "last_stream", None)
+            if stream is None:
+                raise RuntimeError("this call cannot be re-simulated (it recorded no root instances)")
+        except Exception as e:  # noqa: BLE001 - a failing candidate is recorded, not fatal
+            return _Version(error=_error_text(e))
+        finally:
+            # the private kernel's versions hold their last call's tensors: the sweep keeps its own
+            self.kernel.cache_clear()
+        full = {name: compiled.options.get("runtime", name) for (g, name) in OPTIONS if g == "runtime"}
+        v = _Version(Replayer(compiled.lowered, stream, compiled.lowered.memory_key), full, current_machine(),
+                     compiled.compile_seconds, _ub_bytes(compiled))
+        if reference is not None:
+            v.numbers_match = _same(self._outputs(args, result), reference)
+        return v
+
+    # ---- trials --------------------------------------------------------------------------------------
+    def evaluate(self, config: dict, number: int = 0) -> TrialRecord:
+        """Run ``config`` on every call shape: a record, failed (with its error) rather than raised."""
+        from ..options import validate_group
+
+        t0 = time.perf_counter()
+        rec = TrialRecord(number, dict(config), worker=_worker_name())
+        makespan = critical = devtasks = tasks = ub = 0
+        us = compile_s = 0.0
+        util_c, util_v, l2 = [], [], []
+        match = True
+        try:
+            runtime = validate_group("runtime", split(config)[1], param="runtime_options")
+            for call in range(len(self.space.shapes)):
+                v, new = self.version(config, call)
+                rec.compiled = rec.compiled or new
+                if v.error:
+                    raise _TrialFailed(v.error)
+                tl = v.replayer.simulate({**v.runtime, **runtime}, v.machine)
+                s = tl.stats
+                makespan += s["makespan_cycles"]
+                us += s["makespan_us"]
+                critical += s["critical_path_cycles"]
+                devtasks += s["device_tasks"]
+                tasks += s["tasks"]
+                util_c.append(s["utilization"].get("AIC", 0.0))
+                util_v.append(s["utilization"].get("AIV", 0.0))
+                l2.append(s.get("l2_hit_rate", 0.0))
+                compile_s += v.compile_seconds
+                ub = max(ub, v.ub_bytes)
+                match = None if v.numbers_match is None or match is None else (match and v.numbers_match)
+        except _TrialFailed as e:
+            rec.status, rec.error = FAILED, str(e)
+        except Exception as e:  # noqa: BLE001 - an invalid combination is recorded, not fatal
+            rec.status, rec.error = FAILED, _error_text(e)
+        else:
+            rec.makespan_cycles, rec.makespan_us, rec.critical_path_cycles = makespan, us, critical
+            rec.device_tasks, rec.tasks, rec.compile_seconds, rec.ub_bytes = devtasks, tasks, compile_s, ub
+            rec.utilization_aic, rec.utilization_aiv = _mean(util_c), _mean(util_v)
+            rec.l2_hit_rate = _mean(l2)
+            rec.numbers_match = match
+            if match is False:
+                rec.status = MISMATCH
+                rec.error = "the numbers differ from the reference configuration's (the kernel's defaults)"
+        rec.seconds = time.perf_counter() - t0
+        return rec
+
+    def timeline(self, config: dict, call: int = 0):
+        """The simulated Timeline of ``config`` on call shape ``call`` (for the lab)."""
+        from ..options import validate_group
+
+        v, _ = self.version(config, call)
+        if v.error:
+            raise _TrialFailed(v.error)
+        runtime = validate_group("runtime", split(config)[1], param="runtime_options")
+        return v.replayer.simulate({**v.runtime, **runtime}, v.machine)
+
+
+class _TrialFailed(Exception):
+    pass
+
+
+def _private_copy(kernel):
+    import pypto
+
+    options = {f"{g}_options": dict(v) for g, v in getattr(kernel, "jit_options", {}).items()}
+    return pypto.jit(getattr(kernel, "fn", kernel), **options)
+
+
+def _error_text(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+def _mean(xs):
+    return sum(xs) / len(xs) if xs else None
+
+
+def _same(got: list, want: list) -> bool:
+    import torch
+
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return False
+        if g.dtype.is_floating_point:
+            rtol, atol = _TOLERANCE["half" if g.dtype in (torch.float16, torch.bfloat16) else "fp32"]
+            if not torch.allclose(g.float(), w.float(), rtol=rtol, atol=atol, equal_nan=True):
+                return False
+        elif not torch.equal(g, w):
+            return False
+    return True
+
+
+def _ub_bytes(compiled) -> int:
+    """The largest UB footprint of a leaf of ``compiled`` (bytes)."""
+    best = 0
+    for leaf in getattr(compiled.lowered, "leaves", {}).values():
+        for b in getattr(leaf, "buffers", ()):
+            if getattr(b, "mem", None) == "UB":
+                best = max(best, b.offset + b.nbytes)
+    return best
+
+
+def _worker_name() -> str:
+    distributed = sys.modules.get("distributed")  # never imported just to ask (in-process sweeps)
+    if distributed is not None:
+        try:
+            return distributed.get_worker().address
+        except ValueError:  # not inside a Dask worker
+            pass
+    return f"{socket.gethostname()}:local"

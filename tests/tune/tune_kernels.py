@@ -1,0 +1,22 @@
+"""Small kernels for the pypto.tune tests (a module file, so Dask workers can load them by source)."""
+import pypto
+
+ROWS = pypto.Tensor([pypto.DYNAMIC, 128], pypto.DT_FP32)
+
+
+@pypto.jit
+def exp_rows(x: ROWS, out: ROWS, TILE: int = 32):
+    """out = exp(x) + 1 over row blocks of TILE rows: the numbers never depend on TILE."""
+    pypto.set_vec_tile_shapes(TILE, 128)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], TILE)):
+        r = slice(b * TILE, (b + 1) * TILE)
+        out[r, :] = pypto.exp(x[r, :]) + 1.0
+
+
+@pypto.jit
+def tile_dependent(x: ROWS, out: ROWS, TILE: int = 32):
+    """A kernel whose tile parameter changes its result (out = x + 1/TILE): only the default is right."""
+    pypto.set_vec_tile_shapes(TILE, 128)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], TILE)):
+        r = slice(b * TILE, (b + 1) * TILE)
+        out[r, :] = x[r, :] + 1.0 / TILE
