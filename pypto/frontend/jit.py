@@ -328,8 +328,9 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             error.loc = user_loc()
             if error.loc is None:
                 error.loc = self.loc
-            elif not error.hint:
-                error.hint = f"kernel '{self.fn.__name__}' is defined at {self.loc}"
+            else:
+                where = f"kernel '{self.fn.__name__}' is defined at {self.loc}"
+                error.hint = f"{error.hint}; {where}" if error.hint else where
             error.args = (error._format(),)
         return error
 

@@ -138,21 +138,49 @@ def test_pass_table_lists_every_pass_and_a_total(kernel):
     assert f"total ({len(compiled.passes)} passes)" in html and " ms<" in html
 
 
-def test_pass_ir_is_escaped_text(add_kernel):
+def _text_of(html: str) -> str:
+    """The text an HTML fragment shows (tags dropped, entities decoded)."""
+    import html as html_lib
+
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def test_pass_ir_is_coloured_escaped_text(add_kernel):
     compiled = add_kernel[1]
     html = V.pass_ir_html(compiled, 0)
-    assert "<pre" in html and "kernel tiled_add(" in html and "trace" in html
-    assert "assemble(%add -&gt; %out" in html  # the IR's "->" is escaped
+    assert "<pre" in html and "overflow:auto" in html and "trace" in html
+    assert "assemble(%add -&gt; %out" in _text_of(html).replace("->", "-&gt;")
+    assert "-&gt;" in html and "->" not in html.replace("-->", "")  # the IR's "->" is escaped
+    assert _text_of(html).endswith(compiled.passes[0].text.splitlines()[-1])
+    # values, types and source comments have their own colours
+    assert re.search(r'<span style="color:#005cc5">%x</span>', html)
+    assert re.search(r'<span style="color:#6f42c1">fp32</span>', html)
+    assert re.search(r'<span style="color:#6a737d;font-style:italic"># test_views.py:\d+</span>', html)
 
 
-def test_pass_diff_colours_added_and_removed_lines(add_kernel):
+def test_pass_diff_is_side_by_side_with_changed_words(add_kernel):
     compiled = add_kernel[1]
     assert "no previous pass" in V.pass_diff_html(compiled, 0)
     html = V.pass_diff_html(compiled, 2)  # autocast -> expand: tensor text becomes tile text
-    assert re.search(r'background:#e6ffec[^>]*>\+', html)
-    assert re.search(r'background:#ffebe9[^>]*>-', html)
     assert "#1 autocast" in html and "#2 expand" in html
+    assert html.count("background:#ffebe9") >= 1 and html.count("background:#e6ffec") >= 1
+    assert "overflow-x:auto" in html  # each side scrolls sideways: long lines are not cut off
     assert "no pass #99" in V.pass_diff_html(compiled, 99)
+
+
+def test_pass_diff_marks_only_the_words_that_changed():
+    from pypto_lab.views.passes import _side_by_side
+
+    old = [f"%v{i}: fp32[8] = exp(%a)" for i in range(20)] + ["%out: fp32[8] = add(%x, %y)"]
+    new = [f"%v{i}: fp32[8] = exp(%a)" for i in range(20)] + ["%out: fp16[8] = add(%x, %y)"]
+    left, right, changed = _side_by_side(old, new, 3)
+    assert changed == 1 and len(left) == len(right)
+    # the 20 equal lines fold to one row before the 3 lines of context
+    assert "20 unchanged" not in left[0] and "17 unchanged lines" in left[0] and len(left) == 5
+    assert re.search(r'background:#ffc1c0">fp32<', left[-1]) and re.search(r'background:#abf2bc">fp16<', right[-1])
+    assert "background:#abf2bc\">%out" not in right[-1]  # an unchanged word is not highlighted
+    full_left, _, _ = _side_by_side(old, new, None)
+    assert len(full_left) == 21 and not any("unchanged" in row for row in full_left)
 
 
 # ---- code --------------------------------------------------------------------------------------------

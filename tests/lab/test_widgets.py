@@ -94,6 +94,11 @@ def test_pass_select_shows_ir_and_diff(board):
     assert passes.ir.value != first
     assert passes.ir.value == pypto_lab.views.pass_ir_html(board.compiled, 2)
     assert passes.diff.value == pypto_lab.views.pass_diff_html(board.compiled, 2)
+    passes.folded.value = False
+    assert passes.diff.value == pypto_lab.views.pass_diff_html(board.compiled, 2, context=None)
+    assert passes.ir.layout.display == "none" and passes.diff.layout.display is None
+    passes.mode.value = "text"
+    assert passes.diff.layout.display == "none" and passes.ir.layout.display is None
 
 
 def test_leaf_and_form_select(board):
