@@ -54,6 +54,14 @@ class Dashboard(W.VBox):
         super().__init__([self.summary, self.tab])
         self.panel(self.names[0])
 
+    def _repr_mimebundle_(self, **kwargs):
+        # beside the live widget: a static view for wherever no widget runs (a stored notebook on
+        # GitHub, or before it runs) and a readable text/plain instead of the widget's repr
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = views.dashboard_text(self.kernel)
+        bundle["text/html"] = views.dashboard_fallback_html(self.kernel, self.names)
+        return bundle
+
     @property
     def titles(self) -> tuple:
         return tuple(self.tab.titles)

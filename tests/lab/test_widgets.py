@@ -1,5 +1,6 @@
 """The dashboard widgets, driven from Python (no browser): tabs, controls and what they show."""
 
+import pathlib
 import subprocess
 import sys
 
@@ -190,3 +191,31 @@ def test_import_is_light():
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_stored_output_reads_well_without_widgets(board, kernel):
+    bundle = board._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # the live dashboard
+    plain = bundle["text/plain"]
+    assert plain.startswith("pypto dashboard of two_leaves: 1 compiled version(s)")
+    assert "Dashboard(" not in plain and "HTML(" not in plain
+    html = bundle["text/html"]
+    assert "<b>two_leaves</b>" in html and "shapes served" in html and "fp32[100, 64]" in html
+    assert "Graph, Passes, Code, Cache, Timeline, Tune" in html
+
+
+def test_stored_notebooks_keep_no_widget_ids_and_the_kernels_name():
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
+    try:
+        import make_notebooks
+    finally:
+        sys.path.pop(0)
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    assert make_notebooks.kernelspec()["display_name"] == KernelSpecManager().get_kernel_spec("python3").display_name
+    nb = make_notebooks.build("t", [("code", "1")])
+    view = {"model_id": "5e14", "version_major": 2, "version_minor": 0}
+    nb.cells[0].outputs = [{"output_type": "display_data", "metadata": {},
+                            "data": {make_notebooks.WIDGET_VIEW: view, "text/plain": "pypto dashboard"}}]
+    make_notebooks.drop_widget_views(nb)
+    assert nb.cells[0].outputs[0]["data"] == {"text/plain": "pypto dashboard"}
