@@ -11,20 +11,24 @@ _FORM_LABELS = {"pto": "PTO listing", "cpu": "executable form", "main": "main va
 
 
 class GraphPanel(W.VBox):
-    """The program's graph (Graphviz SVG) at the level picked in ``level``."""
+    """The program's graph (Graphviz SVG) at the level picked in ``level``, in a frame that pans and
+    zooms; ``fit`` starts it fitted to the width or at full size. The controls stay above the frame."""
 
     def __init__(self, compiled):
         self.compiled = compiled
         found = views.levels(compiled)
         self.level = W.Dropdown(options=found, value=found[0] if found else None, description="level")
-        self.svg = W.HTML().add_class("pypto-graph")
+        self.fit = W.ToggleButtons(options=[("fit width", True), ("full size", False)], value=True,
+                                   style={"button_width": "auto"})
+        self.svg = W.HTML(layout=W.Layout(width="100%")).add_class("pypto-graph")
         self.level.observe(self._render, "value")
+        self.fit.observe(self._render, "value")
         self._render()
-        super().__init__([self.level, self.svg])
+        super().__init__([W.HBox([self.level, self.fit]), self.svg], layout=W.Layout(width="100%"))
 
     def _render(self, _change=None):
         level = self.level.value
-        self.svg.value = views.graph_svg(self.compiled, level) if level else "<i>no graph</i>"
+        self.svg.value = views.graph_html(self.compiled, level, fit=self.fit.value) if level else "<i>no graph</i>"
 
 
 class PassesPanel(W.VBox):

@@ -397,3 +397,51 @@ def test_views_import_no_widgets_or_ipython():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for name in names:
                 assert not name.split(".")[0] in ("IPython", "ipywidgets", "anywidget"), (path.name, name)
+
+
+# ---- graph: pan/zoom frame, legend, tooltips, grid, edges across roots -------------------------------
+
+@pytest.mark.skipif(not HAVE_DOT, reason="needs Graphviz dot")
+def test_graph_html_frames_the_svg_with_pan_zoom_and_a_legend(add_kernel):
+    compiled = add_kernel[1]
+    html = V.graph_html(compiled, "tile")
+    assert 'class="pypto-graph-frame"' in html and "onwheel=" in html and "onmousedown=" in html
+    assert "overflow:auto" in html and "<script" not in html
+    assert '<svg style="max-width:100%;width:100%;height:auto;display:block"' in html
+    assert "AIV (vector)" in html and "GM: a tensor written" in html
+    assert '<svg style="max-width:none;display:block"' in V.graph_html(compiled, "tile", fit=False)
+    # tooltips: a tile op shows its operands' shapes, memory levels and the kernel line
+    assert re.search(r'xlink:title="copy_in on AIV, grid \[[^"]*in &#160;%x: fp32\[32, 64\] in GM', html)
+    assert re.search(r'source: test_views\.py:\d+ &#160;out\[rows, :\] = x\[rows, :\] \+ y\[rows, :\]', html)
+
+
+_STEPS = (lambda t: t * 2.0, pypto.exp, lambda t: t + t, lambda t: pypto.exp(t) * 0.5,
+          lambda t: t * t, lambda t: pypto.exp(t + 1.0), lambda t: t - 3.0)
+
+
+@pypto.jit
+def chain_of_leaves(x: pypto.Tensor([64, 64], FP32), out: pypto.Tensor([64, 64], FP32)):
+    pypto.set_vec_tile_shapes(64, 64)
+    for b in pypto.loop(1):
+        out[:] = x * 1.0
+    for step in _STEPS:  # a Python loop unrolls: one root and one leaf per step, linked by GM
+        for b in pypto.loop(1):
+            out[:] = step(out[:])
+
+
+def test_many_leaves_lay_out_in_a_grid_and_roots_are_linked():
+    from pypto.ir.dot_lower import grid_columns
+
+    assert [grid_columns(n) for n in (1, 4, 5, 16)] == [1, 4, 4, 5]
+    x = _rand(64, 64, seed=3)
+    compiled = chain_of_leaves.inspect(x, torch.empty(64, 64))
+    block = V.level_dot(compiled, "block")
+    leaves = block.count("subgraph cluster_l")
+    assert leaves >= 5
+    assert block.count("[style=invis]") == leaves - grid_columns(leaves)
+    # the execute level is the graph of calls (not the code listing): each root reads what the one
+    # before wrote to GM, drawn as dashed GM edges, and each call has a tooltip
+    execute = V.level_dot(compiled, "execute")
+    assert execute.startswith('digraph "execute"')
+    assert execute.count('label="GM"') == len(_STEPS)
+    assert "tooltip=\"call leaf" in execute

@@ -82,7 +82,9 @@ def test_graph_level_dropdown(board):
     tensor = graph.svg.value
     graph.level.value = "execute"
     assert graph.svg.value != tensor
-    assert graph.svg.value == pypto_lab.views.graph_svg(board.compiled, "execute")
+    assert graph.svg.value == pypto_lab.views.graph_html(board.compiled, "execute")
+    graph.fit.value = False
+    assert graph.svg.value == pypto_lab.views.graph_html(board.compiled, "execute", fit=False)
 
 
 def test_pass_select_shows_ir_and_diff(board):
