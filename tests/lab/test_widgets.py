@@ -221,3 +221,15 @@ def test_stored_notebooks_keep_no_widget_ids_and_the_kernels_name():
                             "data": {make_notebooks.WIDGET_VIEW: view, "text/plain": "pypto dashboard"}}]
     make_notebooks.drop_widget_views(nb)
     assert nb.cells[0].outputs[0]["data"] == {"text/plain": "pypto dashboard"}
+
+
+def test_hints_sit_folded_under_the_summary(board, kernel):
+    from pypto.hints import kernel_hints
+
+    found = kernel_hints(kernel.last_run.compiled, kernel.last_run.timeline)
+    assert found  # two loops through GM, on a few of the 48 vector cores
+    html = board.hints.value
+    assert html.startswith('<details class="pypto-hints"') and f"{len(found)} hint(s)" in html
+    for h in found:
+        assert h.title.replace(">", "&gt;") in html
+    assert board.children[1] is board.hints
