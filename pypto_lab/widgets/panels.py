@@ -25,6 +25,7 @@ class GraphPanel(W.VBox):
         self.fit.observe(self._render, "value")
         self._render()
         super().__init__([W.HBox([self.level, self.fit]), self.svg], layout=W.Layout(width="100%"))
+        self.add_class("pypto-graph-panel")
 
     def _render(self, _change=None):
         level = self.level.value
