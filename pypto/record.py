@@ -147,6 +147,8 @@ class CacheInfo:
         lines = [f"CacheInfo(hits={self.hits}, misses={self.misses}, versions={len(self.entries)})"]
         for e in self.entries:
             lines.append(f"  [{e.hits} hit(s), compiled in {e.compile_seconds * 1e3:.1f} ms] {e.key}")
+            for served in e.served_shapes():
+                lines.append(f"      {served.shapes}: {served.calls} call(s), {served.hits} hit(s)")
         return "\n".join(lines)
 
 
