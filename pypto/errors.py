@@ -18,6 +18,23 @@ from dataclasses import dataclass
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+def notebook_cell_name(file: str) -> str | None:
+    """``"Cell In[4]"`` when ``file`` is the file name IPython gave a notebook cell's code (a
+    ``/tmp/ipykernel_NNN/NNN.py`` path under ipykernel), else None: a location then reads as the
+    notebook shows it. IPython is consulted only when it is already loaded; pypto never imports it."""
+    ipython = sys.modules.get("IPython")
+    get_shell = getattr(ipython, "get_ipython", None)
+    shell = get_shell() if get_shell is not None else None
+    name_of = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    if name_of is None:
+        return None
+    try:
+        named = name_of(file)  # ("Cell", "In[4]") for a cell IPython compiled
+    except Exception:  # noqa: BLE001 - naming is cosmetic: never hide the error being reported
+        return None
+    return " ".join(named) if named else None
+
+
 @dataclass(frozen=True)
 class SourceLoc:
     """A place in the user's source: file, line and the enclosing function."""
@@ -27,16 +44,23 @@ class SourceLoc:
     function: str = ""
 
     def __str__(self) -> str:
-        return f"{os.path.basename(self.file)}:{self.line}"
+        cell = notebook_cell_name(self.file)
+        return f"{cell}, line {self.line}" if cell else f"{os.path.basename(self.file)}:{self.line}"
 
     def source_line(self) -> str:
         import linecache
 
         return linecache.getline(self.file, self.line).strip()
 
+    def where(self) -> str:
+        """``path:line``, or ``Cell In[N], line M`` for the code of a notebook cell."""
+        cell = notebook_cell_name(self.file)
+        return f"{cell}, line {self.line}" if cell else f"{self.file}:{self.line}"
+
     def describe(self) -> str:
         text = self.source_line()
-        where = f"{self.file}:{self.line}" + (f" in {self.function}" if self.function else "")
+        named = self.function and not self.function.startswith("<")  # not "<module>"
+        where = self.where() + (f" in {self.function}" if named else "")
         return f"{where}\n    {text}" if text else where
 
 

@@ -74,14 +74,45 @@ class CompiledKernel:
                 f"compiled in {self.compile_seconds * 1e3:.1f} ms>")
 
 
+@dataclass(frozen=True)
+class ServedShape:
+    """The calls one compiled version served with one set of concrete shapes: ``shapes`` reads
+    like ``x: fp32[100, 64], out: fp32[100, 64]``; ``calls`` counts them, ``hits`` the ones that
+    did not compile (the compiling call is a miss)."""
+
+    shapes: str
+    calls: int
+    hits: int
+
+
 @dataclass(eq=False)
 class CacheEntry:
-    """One compiled version in a kernel's cache."""
+    """One compiled version in a kernel's cache.
+
+    ``served`` counts the calls per set of dynamic sizes (a tuple of ints in the order of
+    ``layout``'s symbols; kept as is on the call path, named only when read via
+    :meth:`served_shapes`). ``layout`` is ``(symbols, ((param, dtype, dims), ...))`` with a dim an
+    int or a dynamic symbol's name; ``compiled_for`` the sizes of the call that compiled it."""
 
     key: str
     hits: int
     compile_seconds: float
     compiled: CompiledKernel = field(repr=False)
+    layout: tuple = field(default=((), ()), repr=False)
+    served: dict = field(default_factory=dict, repr=False)
+    compiled_for: Optional[tuple] = field(default=None, repr=False)
+
+    def served_shapes(self) -> list:
+        """One :class:`ServedShape` per set of concrete shapes this version served, most calls first."""
+        symbols, tensors = self.layout
+        out = []
+        for sizes, calls in self.served.items():
+            size_of = dict(zip(symbols, sizes))
+            text = ", ".join(f"{param}: {dtype}[{', '.join(str(size_of.get(d, d)) for d in dims)}]"
+                             for param, dtype, dims in tensors)
+            out.append(ServedShape(text, calls, calls - (sizes == self.compiled_for)))
+        out.sort(key=lambda s: -s.calls)
+        return out
 
 
 @dataclass(frozen=True)
@@ -116,6 +147,8 @@ class CacheInfo:
         lines = [f"CacheInfo(hits={self.hits}, misses={self.misses}, versions={len(self.entries)})"]
         for e in self.entries:
             lines.append(f"  [{e.hits} hit(s), compiled in {e.compile_seconds * 1e3:.1f} ms] {e.key}")
+            for served in e.served_shapes():
+                lines.append(f"      {served.shapes}: {served.calls} call(s), {served.hits} hit(s)")
         return "\n".join(lines)
 
 

@@ -4,7 +4,8 @@ for every kernel it called.
 The cell runs through ``shell.run_cell``, so it executes in the user's namespace with IPython's
 own cell file names: tracebacks, ``linecache`` and kernel source lookup work as in a plain cell.
 A pypto error raised in the cell is shown as its message alone (which already names the kernel
-file and line) instead of a traceback through pypto's internals.
+file and line) instead of a traceback through pypto's internals. An error fails the notebook cell
+itself (the magic re-raises it), so "Run All", nbclient and papermill stop at it.
 """
 
 from __future__ import annotations
@@ -86,27 +87,81 @@ def parse_line(line: str) -> tuple[dict, tuple]:
     return {k: v for k, v in args.items() if v is not None}, tabs
 
 
+class CellFailed(Exception):
+    """The code of a ``%%pypto`` cell could not run (a syntax error): raised by the magic so that
+    the cell fails and "Run All" or nbclient stop there. Shows as the error it stands for."""
+
+    def __init__(self, message: str, rendered: list | None = None):
+        super().__init__(message)
+        self.rendered = rendered
+
+    def _render_traceback_(self) -> list:
+        return self.rendered or [f"{type(self).__name__}: {self}"]
+
+
+class _CellErrors:
+    """While the cell runs: catch the exception that ends it, render it the way IPython would
+    (a PyptoError as its message only) without showing it yet, so the magic can re-raise it and
+    the notebook cell itself fails, showing the error once. A handler the user set for some
+    exceptions keeps handling those."""
+
+    def __init__(self, shell):
+        self.shell, self.error = shell, None
+
+    def __enter__(self):
+        from pypto.errors import PyptoError
+
+        sh = self.shell
+        self.saved = saved_types, saved_handler = sh.custom_exceptions, sh.CustomTB
+
+        def handler(_sh, etype, value, tb, tb_offset=None):
+            if saved_types and isinstance(value, saved_types) and not isinstance(value, PyptoError):
+                return saved_handler(etype, value, tb, tb_offset=tb_offset)  # the user's own handler
+            if isinstance(value, PyptoError):  # the message already names the kernel line
+                stb = sh.InteractiveTB.get_exception_only(etype, value)
+            elif isinstance(value, SyntaxError):  # the cell did not compile: no frames to show
+                stb = sh.SyntaxTB.structured_traceback(etype, value, [])
+            elif hasattr(value, "_render_traceback_"):
+                stb = value._render_traceback_()
+            else:  # IPython's own traceback of the cell (Cell In[N], line M), rendered now
+                stb = sh.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+            value._render_traceback_ = lambda: stb
+            self.error = value
+            return None  # shown once, when the magic re-raises it
+
+        sh.set_custom_exc((Exception,), handler)
+        return self
+
+    def __exit__(self, *exc):
+        self.shell.custom_exceptions, self.shell.CustomTB = self.saved
+        return False
+
+    def raise_for(self, result) -> None:
+        """Re-raise what ended the cell (or say that it failed before it ran)."""
+        if self.error is not None:
+            error, self.error = self.error, None
+            if isinstance(error, SyntaxError):  # IPython would show a SyntaxError with our frames
+                raise CellFailed(f"{type(error).__name__}: {error}", error._render_traceback_()) from None
+            raise error.with_traceback(None)
+        if result is not None and not result.success:
+            cause = result.error_before_exec or result.error_in_exec
+            raise CellFailed(f"the %%pypto cell failed with {type(cause).__name__} (shown above)")
+
+
 @contextlib.contextmanager
-def _clean_pypto_errors(shell):
-    """While the cell runs, show a PyptoError as its message only (any handler the user set for
-    other exceptions keeps working)."""
-    from pypto.errors import PyptoError
-
-    saved_types, saved_handler = shell.custom_exceptions, shell.CustomTB
-
-    def handler(sh, etype, value, tb, tb_offset=None):
-        if not isinstance(value, PyptoError) and saved_types:
-            return saved_handler(etype, value, tb, tb_offset=tb_offset)
-        # IPython renders an exception through its _render_traceback_ when it has one
-        value._render_traceback_ = lambda: sh.InteractiveTB.get_exception_only(etype, value)
-        sh.showtraceback((etype, value, tb))
-        return None
-
-    shell.set_custom_exc(tuple(saved_types) + (PyptoError,), handler)
+def _numbered_as_this_cell(shell):
+    """Name the code run inside the magic after the notebook cell (``Cell In[N]`` in tracebacks
+    and pypto's errors): IPython 9 counts the cell up before running it, so the inner run would
+    otherwise be numbered as the next cell."""
+    running = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    number = getattr(running, "execution_count", None)
+    saved = shell.execution_count
+    if number is not None:
+        shell.execution_count = number
     try:
         yield
     finally:
-        shell.custom_exceptions, shell.CustomTB = saved_types, saved_handler
+        shell.execution_count = saved
 
 
 @magics_class
@@ -143,15 +198,19 @@ class PyptoMagics(Magics):
 
         scope = forced(runtime_options=runtime) if runtime else contextlib.nullcontext()
         add_call_listener(called)
+        errors = _CellErrors(self.shell)
         try:
-            with scope, _clean_pypto_errors(self.shell):
+            with scope, errors:
                 # the comment stands in for the magic's own line, so that line numbers in errors
                 # and tracebacks are those of the notebook cell
-                self.shell.run_cell(f"# %%pypto {line}\n{cell}", store_history=False)
+                with _numbered_as_this_cell(self.shell):
+                    result = self.shell.run_cell(f"# %%pypto {line}\n{cell}", store_history=False)
         finally:
             remove_call_listener(called)
         self.last_kernels = kernels
+        # the kernels called before an error still get their dashboards
         self.last_dashboards = self._show(kernels, tabs)
+        errors.raise_for(result)
 
     def _show(self, kernels, tabs) -> list:
         from IPython.display import display

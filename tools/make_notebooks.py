@@ -411,9 +411,32 @@ best trial's timeline beside the current one."""),
 }
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def kernelspec() -> dict:
+    """The kernelspec metadata exactly as JupyterLab will see the kernel (a different display name
+    would mark every notebook modified as soon as it is opened)."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    return {"name": "python3", "display_name": spec.display_name, "language": spec.language}
+
+
+def drop_widget_views(nb) -> None:
+    """Keep a widget output's static fallback (text/html, text/plain), not its view: the view's
+    model id is new on every run (churning every save) and, without stored widget state, names a
+    model nobody has. The live dashboard comes back when the cell runs."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_VIEW in data and ("text/html" in data or "text/plain" in data):
+                del data[WIDGET_VIEW]
+
+
 def build(name: str, cells) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = kernelspec()
     for kind, text in cells:
         nb.cells.append(nbformat.v4.new_markdown_cell(text) if kind == "md" else nbformat.v4.new_code_cell(text))
     return nb
@@ -429,6 +452,7 @@ def main(selected):
                        resources={"metadata": {"path": str(OUT)}}).execute()
         for cell in nb.cells:  # keep stored notebooks small and stable
             cell.get("metadata", {}).pop("execution", None)
+        drop_widget_views(nb)
         nbformat.write(nb, OUT / f"{name}.ipynb")
         print("wrote", OUT / f"{name}.ipynb")
 

@@ -195,6 +195,11 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
                          "pypto.emulate.install() or python -m pypto.emulate script.py")
             entry, tensors, env, hit, reason, strided = self._lookup(args, kwargs, count=True)
         compiled = entry.compiled
+        sizes = tuple(env.values())  # the call's dynamic sizes: its concrete shapes, per version
+        served = entry.served
+        served[sizes] = served.get(sizes, 0) + 1
+        if not hit and entry.compiled_for is None:
+            entry.compiled_for = sizes
         t1 = time.perf_counter()
         opts = self._opts[1]
         if opts.get("verify", "enable_pass_verify"):
@@ -296,9 +301,9 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         sig = self._sig or self._signature()
         try:
             raw, consts = sig.bind(args, kwargs)
-        except PyptoError as e:
-            raise e.with_loc(self.loc)
-        tensors, dtypes, tkey, env, strided = _bind_tensors(sig, raw, self.loc)
+            tensors, dtypes, tkey, env, strided = _bind_tensors(sig, raw, None)
+        except PyptoError as e:  # a bad argument: point at the call that passed it
+            raise self._at_call_site(e)
         opts = self._resolved()
         g = self.fn.__globals__
         key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), self._opts[2], global_tiles(),
@@ -316,6 +321,18 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             entry.hits += 1
             self._hits += 1
         return entry, tensors, env, entry is not None and reason is None, reason, strided
+
+    def _at_call_site(self, error: PyptoError) -> PyptoError:
+        """``error`` (about an argument) located at the user's call, naming where the kernel is."""
+        if error.loc is None:
+            error.loc = user_loc()
+            if error.loc is None:
+                error.loc = self.loc
+            else:
+                where = f"kernel '{self.fn.__name__}' is defined at {self.loc}"
+                error.hint = f"{error.hint}; {where}" if error.hint else where
+            error.args = (error._format(),)
+        return error
 
     def _signature(self) -> Signature:
         try:
@@ -346,15 +363,25 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         compiled.compile_seconds = time.perf_counter() - t0
         monitor_compile(compiled.compile_seconds, opts)
         compiled.dump_dir = dump_compiled(compiled, opts)  # debug_options: compile_debug_mode, dump_pass_graph
-        entry = CacheEntry(key_text, 0, compiled.compile_seconds, compiled)
+        entry = CacheEntry(key_text, 0, compiled.compile_seconds, compiled, _layout(sig, tensors, dtypes))
         self._cache[key] = entry
         self._order.append(key)
         return entry
 
     def _miss_reason(self, key) -> str:
+        """Why ``key`` compiled: what differs from the nearest cached version (the one with the
+        fewest differences, the newest of those), named by its index when there are several."""
         if not self._order:
             return "first call"
-        prev = self._order[-1]
+        best, best_parts = 0, None
+        for index in range(len(self._order) - 1, -1, -1):
+            parts = self._key_changes(key, self._order[index])
+            if best_parts is None or len(parts) < len(best_parts):
+                best, best_parts = index, parts
+        text = "; ".join(best_parts) or "new signature"
+        return text if len(self._order) == 1 else f"{text} (against version #{best})"
+
+    def _key_changes(self, key, prev) -> list:
         parts = []
         (tk, ck, ok, tiles, gk, clk, mach), (ptk, pck, pok, ptiles, pgk, pclk, pmach) = key, prev
         sig = self._sig
@@ -380,7 +407,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             parts.append(f"machine model {pmach.name} -> {mach.name}")
         if gk != pgk or clk != pclk:
             parts.append("a global or captured value used by the kernel")
-        return "; ".join(parts) or "new signature"
+        return parts
 
     # ---- inspection ----------------------------------------------------------------------------
     def inspect(self, *args, **kwargs) -> CompiledKernel:
@@ -556,6 +583,24 @@ def _bind_tensors(sig: Signature, raw: list, loc):
         dtypes.append(dt)
         key.append((dt, len(shape), kd))
     return tensors, dtypes, tuple(key), env, strided
+
+
+def _layout(sig, tensors, dtypes) -> tuple:
+    """(dynamic symbols in the order a call's sizes come, ((param, dtype, dims), ...)): what
+    names the sizes counted in ``CacheEntry.served``."""
+    symbols, params = [], []
+    for spec, t, dt in zip(sig.tensors, tensors, dtypes):
+        dims = []
+        for i, size in enumerate(t.shape):
+            ds = spec.dims[i] if spec.dims is not None and i < len(spec.dims) else None
+            if ds is not None and ds.kind == "dynamic":
+                if ds.symbol not in symbols:
+                    symbols.append(ds.symbol)
+                dims.append(ds.symbol)
+            else:
+                dims.append(size)
+        params.append((spec.param, dt.short, tuple(dims)))
+    return tuple(symbols), tuple(params)
 
 
 def _key_text(sig, tensors, dtypes, consts, opts) -> str:

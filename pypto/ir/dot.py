@@ -34,8 +34,11 @@ class _Dot:
     def op(self, op: Op, pad: str, count: int = 1):
         name = f"op{op.id}"
         label = op.kind + (f" ×{count}" if count > 1 else "")
+        outs = [f"out %{v.name}: {v.dtype.short}{render_dims(v.shape)}" for v in op.outputs]
+        where = f"source: {op.loc}  {op.loc.source_line()}" if op.loc is not None else ""
+        tip = "\n".join([op.kind] + outs + ([where] if where else []))[:600]
         self.lines.append(f"{pad}{name} [label={_q(label)}, shape=box, style=\"rounded,filled\", "
-                          f"fillcolor=\"#fff4d6\"];")
+                          f"fillcolor=\"#fff4d6\", tooltip={_q(tip)}];")
         self.nodes += 1
         for v in op.inputs:
             self.lines.append(f"{pad}{self.value(v, pad)} -> {name};")

@@ -16,6 +16,7 @@ whatever still does not fit becomes one summary node counting what it stands for
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
@@ -37,6 +38,26 @@ _NODE_RE = re.compile(r'^\s*("(?:[^"\\]|\\.)*"|[A-Za-z_][\w]*)\s*\[', re.M)
 def count_nodes(dot: str) -> int:
     """The number of node statements in DOT text (``name [...]`` lines other than defaults)."""
     return sum(1 for m in _NODE_RE.finditer(dot) if m.group(1) not in ("node", "edge", "graph"))
+
+
+def tooltip(*lines) -> str:
+    """A ``tooltip`` attribute (shown on hover in the SVG): the non-empty ``lines``, capped."""
+    text = "\n".join(str(x) for x in lines if x)
+    if len(text) > 600:
+        text = text[:599] + "…"
+    return f", tooltip={_q(text)}" if text else ""
+
+
+def source_of(loc) -> str:
+    """``source: file:line  code`` of an op's kernel line (empty when unknown)."""
+    if loc is None:
+        return ""
+    code = loc.source_line()
+    return f"source: {loc}" + (f"  {code}" if code else "")
+
+
+def _access_tip(a) -> str:
+    return f"%{a.value.name}: {a.value.dtype.short}{E.render_dims(a.shape)} in {a.mem}"
 
 
 def _fill(core) -> str:
@@ -316,7 +337,11 @@ def tile_dot(roots_ops) -> str:
     def node_line(name, op, _):
         count = _tiles(op.grid)
         label = f"{op.kind} ×{count}" if count != 1 else op.kind
-        return f'{name} [label={_q(label + chr(10) + op.core)}, style=filled, fillcolor="{_fill(op.core)}"];'
+        tip = tooltip(f"{op.kind} on {op.core}, grid [{_grid(op.grid)}]",
+                      *(f"in  {_access_tip(a)}" for a in op.inputs),
+                      *(f"out {_access_tip(a)}" for a in op.outputs), source_of(op.loc))
+        return (f'{name} [label={_q(label + chr(10) + op.core)}, style=filled, '
+                f'fillcolor="{_fill(op.core)}"{tip}];')
 
     lines = []
     for ci, _, groups, rest in plan.drawn:
@@ -352,7 +377,9 @@ def partition_dot(roots_subgraphs) -> str:
 
     def node_line(name, op, _):
         mems = ", ".join(a.mem for a in op.outputs)
-        return f"{name} [label={_q(op.kind + chr(10) + '-> ' + mems)}];"
+        tip = tooltip(op.kind, *(f"in  {_access_tip(a)}" for a in op.inputs),
+                      *(f"out {_access_tip(a)}" for a in op.outputs), source_of(op.loc))
+        return f"{name} [label={_q(op.kind + chr(10) + '-> ' + mems)}{tip}];"
 
     lines, open_root = [], None
     for ci, r, groups, rest in plan.drawn:
@@ -410,7 +437,10 @@ def leaves_dot(leaves) -> str:
         def node_line(name, op, i, operand=operand):
             outs = ", ".join(operand(i, "out", k, a) for k, a in enumerate(op.outputs))
             ins = ", ".join(operand(i, "in", k, a) for k, a in enumerate(op.inputs))
-            return f"{name} [label={_q(f'{i}: {op.kind}' + chr(10) + f'{outs} <- {ins}')}];"
+            tip = tooltip(f"{leaf.name} op {i}: {op.kind} on {leaf.core}",
+                          *(f"in  {_access_tip(a)}" for a in op.inputs),
+                          *(f"out {_access_tip(a)}" for a in op.outputs), source_of(op.loc))
+            return f"{name} [label={_q(f'{i}: {op.kind}' + chr(10) + f'{outs} <- {ins}')}{tip}];"
 
         _open(lines, "  ", f"cluster_l{ci}", f"{leaf.name}  {leaf.core}  hash {leaf.hash}", _fill(leaf.core))
         lines.append(f'    info{ci} [label={_q(_leaf_note(leaf))}, shape=note, style=filled, '
@@ -421,7 +451,33 @@ def leaves_dot(leaves) -> str:
     lines += plan.hidden_node("leaves", "ops", lambda op: op.kind)
     edges = [((ci, ii), (ci, ii + 1)) for ci, ops in enumerate(clusters) for ii in range(len(ops) - 1)]
     lines += _edge_lines(plan, edges)
+    lines += _grid_rows(plan, lambda ci: f"info{ci}")
     return _graph("leaves", lines, plan.summarised)
+
+
+def grid_columns(n: int) -> int:
+    """Columns of the grid many clusters are laid out in (one row up to 4)."""
+    return n if n <= 4 else math.ceil(math.sqrt(n)) + 1
+
+
+def _grid_rows(plan, first_node) -> list:
+    """Invisible edges that stack the drawn clusters in rows of `grid_columns`, instead of one
+    row as wide as all of them: the last node of a cluster above the first of the one below."""
+    drawn = plan.drawn
+    cols = grid_columns(len(drawn))
+    out = []
+    for k in range(len(drawn) - cols):
+        ci, _, groups, rest = drawn[k]
+        below = drawn[k + cols][0]
+        if rest < len(plan.clusters[ci]):
+            last = f"more{ci}"
+        elif groups:
+            start, p, _ = groups[-1]
+            last = f"n{ci}_{start + p - 1}"
+        else:
+            last = first_node(ci)
+        out.append(f"  {last} -> {first_node(below)} [style=invis];")
+    return out
 
 
 def _leaf_note(leaf, max_lines: int = 12) -> str:
@@ -446,8 +502,10 @@ def execute_dot(roots) -> str:
                 max_clusters=MAX_NODES // 4)
 
     def node_line(name, c, _):
+        args = [f"{'out' if k in c.writes else 'in '} {_access_tip(a)}" for k, a in enumerate(c.args)]
+        tip = tooltip(f"call {c.leaf.name} on {c.leaf.core}, grid [{_grid(c.grid)}]", *args, source_of(c.loc))
         return (f'{name} [label={_q(f"{c.leaf.name}" + chr(10) + f"grid[{_grid(c.grid)}]")}, '
-                f'style="rounded,filled", fillcolor="{_fill(c.leaf.core)}"];')
+                f'style="rounded,filled", fillcolor="{_fill(c.leaf.core)}"{tip}];')
 
     lines, edges, reduced = [], [], False
     for ci, r in enumerate(roots):
@@ -462,8 +520,25 @@ def execute_dot(roots) -> str:
         lines.append("  }")
     lines += plan.hidden_node("roots", "calls", lambda c: c.leaf.name)
     lines += _edge_lines(plan, edges)
+    lines += _edge_lines(plan, _across_roots(roots), style='style=dashed, color="#555555", label="GM"')
     notes = ["dependencies implied by others are not drawn"] if reduced else []
     return _graph("execute", lines, plan.summarised, notes)
+
+
+def _across_roots(roots) -> list:
+    """Edges from the call that last wrote a GM tensor in an earlier root to each call of a later
+    root that reads it (the roots run in order; inside a root, ``deps`` says it)."""
+    edges, writer = [], {}
+    for ri, r in enumerate(roots):
+        for ci, c in enumerate(r.calls):
+            for k, a in enumerate(c.args):
+                w = writer.get(a.value.root.id) if k not in c.writes and a.mem == "GM" else None
+                if w is not None and w[0] != ri:
+                    edges.append((w, (ri, ci)))
+        for ci, c in enumerate(r.calls):
+            for k in c.writes:
+                writer[c.args[k].value.root.id] = (ri, ci)
+    return list(dict.fromkeys(edges))
 
 
 def _reduce(n, deps) -> list:

@@ -1,5 +1,5 @@
-"""A kernel's compile cache: one row per compiled version, and the log of calls (hit or compile,
-and why it compiled)."""
+"""A kernel's compile cache: one row per compiled version with the concrete shapes it served, and
+the log of calls (hit or compile, and why it compiled, against the nearest cached version)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,23 @@ def _info(kernel):
     return kernel.cache_info() if hasattr(kernel, "cache_info") else kernel
 
 
+def _served_html(entry) -> str:
+    """The concrete shapes and dtypes a version served, one line each with its calls and hits."""
+    served = entry.served_shapes() if hasattr(entry, "served_shapes") else []
+    if not served:
+        return '<span style="color:#777">no call yet</span>'
+    lines = []
+    for s in served:
+        hits = f"{s.hits} hit{'s' if s.hits != 1 else ''}"
+        compiled = "" if s.hits == s.calls else ' <span style="color:#9a6700">(compiled here)</span>'
+        lines.append(f'<div style="white-space:nowrap">{esc(s.shapes)} &middot; '
+                     f'<b>{hits}</b>{compiled}</div>')
+    return "".join(lines)
+
+
 def cache_table_html(kernel) -> str:
-    """One row per compiled version (key, hits, compile time) under a hits/misses header."""
+    """One row per compiled version: its key, the concrete shapes and dtypes it served with the
+    hits per shape, its total hits and its compile time (under a hits/misses header)."""
     info = _info(kernel)
     if info is None:
         return note("no kernel")
@@ -22,8 +37,9 @@ def cache_table_html(kernel) -> str:
             f'{info.hits} hit(s), {info.misses} miss(es)</div>')
     if not info.entries:
         return head + note("nothing compiled yet")
-    rows = [(str(i), esc(e.key), str(e.hits), ms(e.compile_seconds)) for i, e in enumerate(info.entries)]
-    return head + table(("#", "key", "hits", "compile"), rows)
+    rows = [(str(i), esc(e.key), _served_html(e), str(e.hits), ms(e.compile_seconds))
+            for i, e in enumerate(info.entries)]
+    return head + table(("#", "version (key)", "shapes served: hits per shape", "hits", "compile"), rows)
 
 
 def call_log_html(kernel) -> str:

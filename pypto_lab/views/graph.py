@@ -19,13 +19,16 @@ def levels(compiled) -> list[str]:
 
 
 def level_dot(compiled, level: str) -> str:
-    """DOT text of the last pass snapshot of ``level`` ("tensor", "tile", "block", "execute")."""
+    """DOT text of the last pass snapshot of ``level`` ("tensor", "tile", "block", "execute").
+    The execute level is the graph of leaf calls (``execute_graph``), not the code listing that
+    follows it (the Code tab shows that)."""
     if level not in LEVELS:
         raise ValueError(f"unknown graph level {level!r}: expected one of {', '.join(LEVELS)}")
     snaps = [p for p in getattr(compiled, "passes", None) or () if p.level == level]
-    if not snaps:
+    graphs = [p for p in snaps if p.name != "codegen"] or snaps
+    if not graphs:
         return ""
-    return snaps[-1].to_dot()
+    return graphs[-1].to_dot()
 
 
 @functools.lru_cache(maxsize=64)
@@ -64,4 +67,62 @@ def graph_svg(compiled, level: str = "tensor") -> str:
     return dot_to_svg(dot)
 
 
-__all__ = ["LEVELS", "levels", "level_dot", "dot_to_svg", "graph_svg"]
+# Pan and zoom without any script file: handlers on the frame (they run in JupyterLab, and a
+# stored notebook without them still shows the picture). Drag pans (the frame scrolls), the
+# wheel with Ctrl (or Cmd) zooms around the graph, double-click toggles fit-to-width / full size.
+_PAN_ZOOM = " ".join((
+    """onmousedown="if(event.button===0){this._p=[event.clientX,event.clientY,this.scrollLeft,this.scrollTop];"""
+    """this.style.cursor='grabbing';event.preventDefault()}\"""",
+    """onmousemove="if(this._p){this.scrollLeft=this._p[2]-event.clientX+this._p[0];"""
+    """this.scrollTop=this._p[3]-event.clientY+this._p[1]}\"""",
+    """onmouseup="this._p=null;this.style.cursor='grab'\"""",
+    """onmouseleave="this._p=null;this.style.cursor='grab'\"""",
+    """onwheel="if(event.ctrlKey||event.metaKey){event.preventDefault();var s=this.querySelector('svg');"""
+    """var w=s.getBoundingClientRect().width*(event.deltaY<0?1.25:0.8);s.style.maxWidth='none';"""
+    """s.style.width=Math.max(100,w)+'px';s.style.height='auto'}\"""",
+    """ondblclick="var s=this.querySelector('svg');var fit=s.style.maxWidth!=='100%';"""
+    """s.style.maxWidth=fit?'100%':'none';s.style.width=fit?'100%':'';s.style.height=fit?'auto':''\"""",
+))
+FRAME_STYLE = ("overflow:auto;max-height:70vh;border:1px solid #ddd;cursor:grab;background:#fff;"
+               "user-select:none")
+
+LEGEND = (
+    ("box", "#e2f0fd", "AIV (vector) op or leaf"),
+    ("box", "#fde2e2", "AIC (cube) op or leaf"),
+    ("box", "#fff4d6", "tensor op"),
+    ("box", "#e8f0fe", "kernel parameter"),
+    ("box", "#fffbe6", "leaf note: GM params, local buffers"),
+    ("box", "#f5f5f5", "\u00d7N: a repeated pattern drawn once"),
+    ("dash", "#555555", "GM: a tensor written to GM and read back"),
+)
+
+
+def legend_html() -> str:
+    """The colours and line styles the graphs use, in one line."""
+    items = []
+    for kind, colour, text in LEGEND:
+        mark = (f'<span style="display:inline-block;width:12px;height:10px;background:{colour};'
+                f'border:1px solid #999;margin-right:3px"></span>' if kind == "box" else
+                f'<span style="display:inline-block;width:16px;border-top:2px dashed {colour};'
+                f'margin:0 3px 3px 0"></span>')
+        items.append(f'<span style="margin-right:12px;white-space:nowrap">{mark}{text}</span>')
+    return ('<div style="font-family:sans-serif;font-size:11px;color:#444;margin:3px 0">'
+            + "".join(items) + "</div>")
+
+
+def graph_html(compiled, level: str = "tensor", fit: bool = True) -> str:
+    """The graph of ``level`` in a frame that pans (drag) and zooms (Ctrl + wheel; double-click
+    toggles fit-to-width), with its legend. Hover a node for its shapes, memory levels and
+    source line. ``fit``: start fitted to the frame's width (else at Graphviz's own size)."""
+    body = graph_svg(compiled, level)
+    start = body.find("<svg")
+    if start < 0:
+        return body
+    size = "max-width:100%;width:100%;height:auto" if fit else "max-width:none"
+    body = body[:start] + f'<svg style="{size};display:block"' + body[start + 4:]
+    hint = ('<div style="font-family:sans-serif;font-size:11px;color:#777">drag to pan, Ctrl + wheel to '
+            'zoom, double-click: fit width / full size, hover a node for details</div>')
+    return legend_html() + f'<div class="pypto-graph-frame" style="{FRAME_STYLE}" {_PAN_ZOOM}>{body}</div>' + hint
+
+
+__all__ = ["LEVELS", "LEGEND", "levels", "level_dot", "dot_to_svg", "graph_svg", "graph_html", "legend_html"]

@@ -36,4 +36,27 @@ def kernel_summary_html(kernel) -> str:
     return f'<div style="font-family:sans-serif;font-size:13px">{body}</div>'
 
 
-__all__ = ["kernel_summary_html"]
+__all__ = ["dashboard_fallback_html", "dashboard_text", "kernel_summary_html"]
+
+
+def dashboard_fallback_html(kernel, tabs=()) -> str:
+    """What a stored notebook shows of a dashboard where no widget runs (GitHub, nbviewer, a
+    notebook not run yet): the summary and the cache table, and which tabs come back live."""
+    from .cache import cache_table_html
+
+    live = ", ".join(t.capitalize() for t in tabs)
+    hint = (f'<div style="color:#777;font-style:italic;font-family:sans-serif;margin:4px 0">'
+            f'Run the cell for the interactive dashboard ({esc(live)}).</div>') if live else ""
+    return (f'<div style="border:1px solid #ddd;padding:6px">{kernel_summary_html(kernel)}'
+            f'{cache_table_html(kernel)}{hint}</div>')
+
+
+def dashboard_text(kernel) -> str:
+    """A dashboard as one line of plain text (its text/plain form)."""
+    info = kernel.cache_info()
+    text = (f"pypto dashboard of {_name(kernel)}: {len(info.entries)} compiled version(s), "
+            f"{info.hits} hit(s), {info.misses} miss(es)")
+    run = getattr(kernel, "last_run", None)
+    if run is not None and run.timeline is not None:
+        text += f"; timeline: {stats_line(run.timeline)}"
+    return text

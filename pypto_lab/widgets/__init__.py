@@ -6,7 +6,9 @@
   trace file opened next to it.
 - :class:`TunePanel` - runtime-option controls that re-simulate the same call.
 
-CSS classes a browser test can rely on: ``pypto-graph`` (graph SVG), ``pypto-timeline`` (figure
+CSS classes a browser test can rely on: ``pypto-graph-panel`` (the Graph tab, its controls),
+``pypto-graph`` (graph HTML; its ``pypto-graph-frame`` pans and zooms the SVG), ``pypto-hints``
+(the folded hints under the summary), ``pypto-timeline`` (figure
 container), ``pypto-makespan`` (current makespan), ``pypto-tune-<runtime option>`` (controls).
 """
 

@@ -1,5 +1,5 @@
-"""The dashboard of one kernel's last call: a summary line over a Tab of Graph, Passes, Code,
-Cache, Timeline and Tune. A tab's content is built the first time it is selected (or asked for
+"""The dashboard of one kernel's last call: a summary line and the hints (folded) over a Tab of
+Graph, Passes, Code, Cache, Timeline and Tune. A tab's content is built the first time it is selected (or asked for
 with `Dashboard.panel`), so opening the dashboard renders one graph, not everything."""
 
 from __future__ import annotations
@@ -53,8 +53,17 @@ class Dashboard(W.VBox):
                          titles=[n.capitalize() for n in self.names])
         self.tab.observe(self._selected, "selected_index")
         self.summary = W.HTML(views.kernel_summary_html(kernel))
-        super().__init__([self.summary, self.tab])
+        self.hints = W.HTML(views.hints_html(run))  # what a kernel engineer would fix, folded
+        super().__init__([self.summary, self.hints, self.tab])
         self.panel(self.names[0])
+
+    def _repr_mimebundle_(self, **kwargs):
+        # beside the live widget: a static view for wherever no widget runs (a stored notebook on
+        # GitHub, or before it runs) and a readable text/plain instead of the widget's repr
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = views.dashboard_text(self.kernel)
+        bundle["text/html"] = views.dashboard_fallback_html(self.kernel, self.names)
+        return bundle
 
     @property
     def titles(self) -> tuple:

@@ -11,24 +11,30 @@ _FORM_LABELS = {"pto": "PTO listing", "cpu": "executable form", "main": "main va
 
 
 class GraphPanel(W.VBox):
-    """The program's graph (Graphviz SVG) at the level picked in ``level``."""
+    """The program's graph (Graphviz SVG) at the level picked in ``level``, in a frame that pans and
+    zooms; ``fit`` starts it fitted to the width or at full size. The controls stay above the frame."""
 
     def __init__(self, compiled):
         self.compiled = compiled
         found = views.levels(compiled)
         self.level = W.Dropdown(options=found, value=found[0] if found else None, description="level")
-        self.svg = W.HTML().add_class("pypto-graph")
+        self.fit = W.ToggleButtons(options=[("fit width", True), ("full size", False)], value=True,
+                                   style={"button_width": "auto"})
+        self.svg = W.HTML(layout=W.Layout(width="100%")).add_class("pypto-graph")
         self.level.observe(self._render, "value")
+        self.fit.observe(self._render, "value")
         self._render()
-        super().__init__([self.level, self.svg])
+        super().__init__([W.HBox([self.level, self.fit]), self.svg], layout=W.Layout(width="100%"))
+        self.add_class("pypto-graph-panel")
 
     def _render(self, _change=None):
         level = self.level.value
-        self.svg.value = views.graph_svg(self.compiled, level) if level else "<i>no graph</i>"
+        self.svg.value = views.graph_html(self.compiled, level, fit=self.fit.value) if level else "<i>no graph</i>"
 
 
 class PassesPanel(W.VBox):
-    """The pass table; the pass picked in ``select`` shows its IR and its diff to the pass before."""
+    """The pass table; the pass picked in ``select`` shows side by side with the pass before
+    (``diff``, unchanged lines folded unless ``folded`` is off) or as its whole text (``ir``)."""
 
     def __init__(self, compiled):
         self.compiled = compiled
@@ -37,20 +43,34 @@ class PassesPanel(W.VBox):
         self.select = W.Select(options=[(f"#{i} {p.name} ({p.level})", i) for i, p in enumerate(snaps)],
                                rows=min(len(snaps), 10) or 1, description="pass",
                                layout=W.Layout(width="auto"))
-        self.ir = W.HTML(layout=W.Layout(width="50%"))
-        self.diff = W.HTML(layout=W.Layout(width="50%"))
+        self.mode = W.ToggleButtons(options=[("diff with the pass before", "diff"), ("program text", "text")],
+                                    value="diff", style={"button_width": "auto"})
+        self.folded = W.Checkbox(value=True, description="fold unchanged lines", indent=False)
+        self.ir = W.HTML(layout=W.Layout(width="100%"))
+        self.diff = W.HTML(layout=W.Layout(width="100%"))
         self.select.observe(self._render, "value")
+        self.folded.observe(self._render, "value")
+        self.mode.observe(self._show_mode, "value")
         if snaps:
             self.select.value = 0
         self._render()
-        super().__init__([self.table, self.select, W.HBox([self.ir, self.diff])])
+        self._show_mode()
+        super().__init__([self.table, self.select, W.HBox([self.mode, self.folded]), self.diff, self.ir],
+                         layout=W.Layout(width="100%"))
 
     def _render(self, _change=None):
         i = self.select.value
         if i is None:
             return
         self.ir.value = views.pass_ir_html(self.compiled, i)
-        self.diff.value = views.pass_diff_html(self.compiled, i)
+        context = views.CONTEXT_LINES if self.folded.value else None
+        self.diff.value = views.pass_diff_html(self.compiled, i, context=context)
+
+    def _show_mode(self, _change=None):
+        diff = self.mode.value == "diff"
+        self.diff.layout.display = None if diff else "none"
+        self.ir.layout.display = "none" if diff else None
+        self.folded.layout.display = None if diff else "none"
 
 
 class CodePanel(W.VBox):

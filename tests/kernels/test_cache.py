@@ -332,3 +332,36 @@ def test_last_run_flips():
         flags.append(k.last_run.cache_hit)
         assert k.last_run.run_seconds >= 0
     assert flags == [False, True, False, True, True]
+
+
+def test_each_version_counts_its_calls_per_concrete_shape_and_reasons_name_the_nearest():
+    @pypto.jit
+    def scale_rows(x: pypto.Tensor([pypto.DYNAMIC, pypto.STATIC], pypto.DT_FP32),
+                   out: pypto.Tensor([pypto.DYNAMIC, pypto.STATIC], pypto.DT_FP32), factor=2.0):
+        pypto.set_vec_tile_shapes(8, 16)
+        for b in pypto.loop(pypto.ceildiv(x.shape[0], 8)):
+            out[b * 8:(b + 1) * 8, :] = x[b * 8:(b + 1) * 8, :] * factor
+
+    def call(rows, cols, **kw):
+        x = torch.randn(rows, cols)
+        out = torch.empty(rows, cols)
+        scale_rows(x, out, **kw)
+        torch.testing.assert_close(out, x * kw.get("factor", 2.0))
+
+    for rows, cols in ((5, 16), (40, 16), (5, 16), (3, 32), (9, 16), (5, 16)):
+        call(rows, cols)
+    call(9, 16, factor=3.0)
+    info = scale_rows.cache_info()
+    first, wide, tripled = info.entries
+    served = {s.shapes: (s.calls, s.hits) for s in first.served_shapes()}
+    assert served == {"x: fp32[5, 16], out: fp32[5, 16]": (3, 2),  # the first call compiled it
+                      "x: fp32[40, 16], out: fp32[40, 16]": (1, 1),
+                      "x: fp32[9, 16], out: fp32[9, 16]": (1, 1)}
+    assert first.hits == sum(hits for _, hits in served.values())
+    assert [s.shapes for s in first.served_shapes()][0] == "x: fp32[5, 16], out: fp32[5, 16]"  # most calls
+    assert {s.shapes: (s.calls, s.hits) for s in wide.served_shapes()} == {"x: fp32[3, 32], out: fp32[3, 32]": (1, 0)}
+    assert "x: fp32[9, 16], out: fp32[9, 16]: 1 call(s), 0 hit(s)" in str(info)
+    # the last compile differs from version #0 by the constant only, not from the previous call's
+    # version #1 (whose width differs too)
+    assert info.calls[-1].reason == "constant factor 2.0 -> 3.0 (against version #0)"
+    assert tripled.compiled_for == (9, 9)  # the sizes of its two dynamic dims

@@ -139,21 +139,49 @@ def test_pass_table_lists_every_pass_and_a_total(kernel):
     assert f"total ({len(compiled.passes)} passes)" in html and " ms<" in html
 
 
-def test_pass_ir_is_escaped_text(add_kernel):
+def _text_of(html: str) -> str:
+    """The text an HTML fragment shows (tags dropped, entities decoded)."""
+    import html as html_lib
+
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def test_pass_ir_is_coloured_escaped_text(add_kernel):
     compiled = add_kernel[1]
     html = V.pass_ir_html(compiled, 0)
-    assert "<pre" in html and "kernel tiled_add(" in html and "trace" in html
-    assert "assemble(%add -&gt; %out" in html  # the IR's "->" is escaped
+    assert "<pre" in html and "overflow:auto" in html and "trace" in html
+    assert "assemble(%add -&gt; %out" in _text_of(html).replace("->", "-&gt;")
+    assert "-&gt;" in html and "->" not in html.replace("-->", "")  # the IR's "->" is escaped
+    assert _text_of(html).endswith(compiled.passes[0].text.splitlines()[-1])
+    # values, types and source comments have their own colours
+    assert re.search(r'<span style="color:#005cc5">%x</span>', html)
+    assert re.search(r'<span style="color:#6f42c1">fp32</span>', html)
+    assert re.search(r'<span style="color:#6a737d;font-style:italic"># test_views.py:\d+</span>', html)
 
 
-def test_pass_diff_colours_added_and_removed_lines(add_kernel):
+def test_pass_diff_is_side_by_side_with_changed_words(add_kernel):
     compiled = add_kernel[1]
     assert "no previous pass" in V.pass_diff_html(compiled, 0)
     html = V.pass_diff_html(compiled, 2)  # autocast -> expand: tensor text becomes tile text
-    assert re.search(r'background:#e6ffec[^>]*>\+', html)
-    assert re.search(r'background:#ffebe9[^>]*>-', html)
     assert "#1 autocast" in html and "#2 expand" in html
+    assert html.count("background:#ffebe9") >= 1 and html.count("background:#e6ffec") >= 1
+    assert "overflow-x:auto" in html  # each side scrolls sideways: long lines are not cut off
     assert "no pass #99" in V.pass_diff_html(compiled, 99)
+
+
+def test_pass_diff_marks_only_the_words_that_changed():
+    from pypto_lab.views.passes import _side_by_side
+
+    old = [f"%v{i}: fp32[8] = exp(%a)" for i in range(20)] + ["%out: fp32[8] = add(%x, %y)"]
+    new = [f"%v{i}: fp32[8] = exp(%a)" for i in range(20)] + ["%out: fp16[8] = add(%x, %y)"]
+    left, right, changed = _side_by_side(old, new, 3)
+    assert changed == 1 and len(left) == len(right)
+    # the 20 equal lines fold to one row before the 3 lines of context
+    assert "20 unchanged" not in left[0] and "17 unchanged lines" in left[0] and len(left) == 5
+    assert re.search(r'background:#ffc1c0">fp32<', left[-1]) and re.search(r'background:#abf2bc">fp16<', right[-1])
+    assert "background:#abf2bc\">%out" not in right[-1]  # an unchanged word is not highlighted
+    full_left, _, _ = _side_by_side(old, new, None)
+    assert len(full_left) == 21 and not any("unchanged" in row for row in full_left)
 
 
 # ---- code --------------------------------------------------------------------------------------------
@@ -418,3 +446,51 @@ def test_views_import_no_widgets_or_ipython():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for name in names:
                 assert not name.split(".")[0] in ("IPython", "ipywidgets", "anywidget"), (path.name, name)
+
+
+# ---- graph: pan/zoom frame, legend, tooltips, grid, edges across roots -------------------------------
+
+@pytest.mark.skipif(not HAVE_DOT, reason="needs Graphviz dot")
+def test_graph_html_frames_the_svg_with_pan_zoom_and_a_legend(add_kernel):
+    compiled = add_kernel[1]
+    html = V.graph_html(compiled, "tile")
+    assert 'class="pypto-graph-frame"' in html and "onwheel=" in html and "onmousedown=" in html
+    assert "overflow:auto" in html and "<script" not in html
+    assert '<svg style="max-width:100%;width:100%;height:auto;display:block"' in html
+    assert "AIV (vector)" in html and "GM: a tensor written" in html
+    assert '<svg style="max-width:none;display:block"' in V.graph_html(compiled, "tile", fit=False)
+    # tooltips: a tile op shows its operands' shapes, memory levels and the kernel line
+    assert re.search(r'xlink:title="copy_in on AIV, grid \[[^"]*in &#160;%x: fp32\[32, 64\] in GM', html)
+    assert re.search(r'source: test_views\.py:\d+ &#160;out\[rows, :\] = x\[rows, :\] \+ y\[rows, :\]', html)
+
+
+_STEPS = (lambda t: t * 2.0, pypto.exp, lambda t: t + t, lambda t: pypto.exp(t) * 0.5,
+          lambda t: t * t, lambda t: pypto.exp(t + 1.0), lambda t: t - 3.0)
+
+
+@pypto.jit
+def chain_of_leaves(x: pypto.Tensor([64, 64], FP32), out: pypto.Tensor([64, 64], FP32)):
+    pypto.set_vec_tile_shapes(64, 64)
+    for b in pypto.loop(1):
+        out[:] = x * 1.0
+    for step in _STEPS:  # a Python loop unrolls: one root and one leaf per step, linked by GM
+        for b in pypto.loop(1):
+            out[:] = step(out[:])
+
+
+def test_many_leaves_lay_out_in_a_grid_and_roots_are_linked():
+    from pypto.ir.dot_lower import grid_columns
+
+    assert [grid_columns(n) for n in (1, 4, 5, 16)] == [1, 4, 4, 5]
+    x = _rand(64, 64, seed=3)
+    compiled = chain_of_leaves.inspect(x, torch.empty(64, 64))
+    block = V.level_dot(compiled, "block")
+    leaves = block.count("subgraph cluster_l")
+    assert leaves >= 5
+    assert block.count("[style=invis]") == leaves - grid_columns(leaves)
+    # the execute level is the graph of calls (not the code listing): each root reads what the one
+    # before wrote to GM, drawn as dashed GM edges, and each call has a tooltip
+    execute = V.level_dot(compiled, "execute")
+    assert execute.startswith('digraph "execute"')
+    assert execute.count('label="GM"') == len(_STEPS)
+    assert "tooltip=\"call leaf" in execute

@@ -1,5 +1,6 @@
 """The dashboard widgets, driven from Python (no browser): tabs, controls and what they show."""
 
+import pathlib
 import subprocess
 import sys
 
@@ -81,7 +82,9 @@ def test_graph_level_dropdown(board):
     tensor = graph.svg.value
     graph.level.value = "execute"
     assert graph.svg.value != tensor
-    assert graph.svg.value == pypto_lab.views.graph_svg(board.compiled, "execute")
+    assert graph.svg.value == pypto_lab.views.graph_html(board.compiled, "execute")
+    graph.fit.value = False
+    assert graph.svg.value == pypto_lab.views.graph_html(board.compiled, "execute", fit=False)
 
 
 def test_pass_select_shows_ir_and_diff(board):
@@ -94,6 +97,11 @@ def test_pass_select_shows_ir_and_diff(board):
     assert passes.ir.value != first
     assert passes.ir.value == pypto_lab.views.pass_ir_html(board.compiled, 2)
     assert passes.diff.value == pypto_lab.views.pass_diff_html(board.compiled, 2)
+    passes.folded.value = False
+    assert passes.diff.value == pypto_lab.views.pass_diff_html(board.compiled, 2, context=None)
+    assert passes.ir.layout.display == "none" and passes.diff.layout.display is None
+    passes.mode.value = "text"
+    assert passes.diff.layout.display == "none" and passes.ir.layout.display is None
 
 
 def test_leaf_and_form_select(board):
@@ -225,3 +233,43 @@ def test_import_is_light():
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_stored_output_reads_well_without_widgets(board, kernel):
+    bundle = board._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # the live dashboard
+    plain = bundle["text/plain"]
+    assert plain.startswith("pypto dashboard of two_leaves: 1 compiled version(s)")
+    assert "Dashboard(" not in plain and "HTML(" not in plain
+    html = bundle["text/html"]
+    assert "<b>two_leaves</b>" in html and "shapes served" in html and "fp32[100, 64]" in html
+    assert "Graph, Passes, Code, Cache, Timeline, Tune" in html
+
+
+def test_stored_notebooks_keep_no_widget_ids_and_the_kernels_name():
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
+    try:
+        import make_notebooks
+    finally:
+        sys.path.pop(0)
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    assert make_notebooks.kernelspec()["display_name"] == KernelSpecManager().get_kernel_spec("python3").display_name
+    nb = make_notebooks.build("t", [("code", "1")])
+    view = {"model_id": "5e14", "version_major": 2, "version_minor": 0}
+    nb.cells[0].outputs = [{"output_type": "display_data", "metadata": {},
+                            "data": {make_notebooks.WIDGET_VIEW: view, "text/plain": "pypto dashboard"}}]
+    make_notebooks.drop_widget_views(nb)
+    assert nb.cells[0].outputs[0]["data"] == {"text/plain": "pypto dashboard"}
+
+
+def test_hints_sit_folded_under_the_summary(board, kernel):
+    from pypto.hints import kernel_hints
+
+    found = kernel_hints(kernel.last_run.compiled, kernel.last_run.timeline)
+    assert found  # two loops through GM, on a few of the 48 vector cores
+    html = board.hints.value
+    assert html.startswith('<details class="pypto-hints"') and f"{len(found)} hint(s)" in html
+    for h in found:
+        assert h.title.replace(">", "&gt;") in html
+    assert board.children[1] is board.hints

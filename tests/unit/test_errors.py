@@ -64,11 +64,19 @@ def fails(kernel, args, kwargs, cls, builtin, names, line) -> PyptoError:
     tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
     snaps = snapshot(*tensors)
     with pytest.raises(cls) as ei:
-        kernel(*args, **kwargs)
+        kernel(*args, **kwargs)  # @L:call
     check_error(ei.value, cls, builtin, names, line)
     assert_unchanged(tensors, snaps)
     assert builder.current() is None, "a failed compile left a tracer active"
     return ei.value
+
+
+def fails_at_call(kernel, args, kwargs, cls, builtin, names, def_line) -> PyptoError:
+    """A bad argument: the error points at the call that passed it and names the kernel's def."""
+    e = fails(kernel, args, kwargs, cls, builtin, names, line_of("call"))
+    base = os.path.basename(HERE)
+    assert f"is defined at {base}:{def_line}" in str(e), str(e)
+    return e
 
 
 @pytest.fixture(autouse=True)
@@ -144,7 +152,7 @@ def plain_copy(x: pypto.Tensor([pypto.DYNAMIC, 32], F32), out: pypto.Tensor([pyp
 
 def test_wrong_dtype():
     x, out = rnd(8, 32), rnd(8, 32)
-    e = fails(add_one, (x.to(torch.int32), out), {}, ArgumentTypeError, TypeError,
+    e = fails_at_call(add_one, (x.to(torch.int32), out), {}, ArgumentTypeError, TypeError,
               ["'x'", "DT_FP32", "DT_INT32"], line_of("add_one"))
     assert e.param == "x"
     check_add_one(x, out)
@@ -152,11 +160,11 @@ def test_wrong_dtype():
 
 def test_wrong_rank():
     x, out = rnd(8, 32), rnd(8, 32)
-    e = fails(add_one, (x[0], out), {}, ArgumentValueError, ValueError,
+    e = fails_at_call(add_one, (x[0], out), {}, ArgumentValueError, ValueError,
               ["'x'", "rank 1", "rank 2", "[32]"], line_of("add_one"))
     assert e.param == "x"
     # a marker annotation takes higher ranks too (as upstream), but its listed dims still bind
-    e = fails(add_one, (x[None], out), {}, ArgumentValueError, ValueError,
+    e = fails_at_call(add_one, (x[None], out), {}, ArgumentValueError, ValueError,
               ["'x'", "dim 1", "== 32", "[1, 8, 32]"], line_of("add_one"))
     assert e.param == "x"
     check_add_one(x, out)
@@ -164,7 +172,7 @@ def test_wrong_rank():
 
 def test_fixed_dim_mismatch():
     x, out = rnd(8, 32), rnd(8, 32)
-    e = fails(add_one, (x, rnd(8, 16)), {}, ArgumentValueError, ValueError,
+    e = fails_at_call(add_one, (x, rnd(8, 16)), {}, ArgumentValueError, ValueError,
               ["'out'", "dim 1", "== 32", "[8, 16]"], line_of("add_one"))
     assert e.param == "out"
     check_add_one(x, out)
@@ -173,7 +181,7 @@ def test_fixed_dim_mismatch():
 def test_fixed_dim_mismatch_with_runtime_debug_mode_3():
     x, out = rnd(8, 32), rnd(8, 32)
     assert add_one_dbg.jit_options == {"debug": {"runtime_debug_mode": 3}}
-    fails(add_one_dbg, (rnd(8, 16), out), {}, ArgumentValueError, ValueError,
+    fails_at_call(add_one_dbg, (rnd(8, 16), out), {}, ArgumentValueError, ValueError,
           ["'x'", "dim 1", "== 32", "[8, 16]"], line_of("add_one_dbg"))
     add_one_dbg(x, out)
     torch.testing.assert_close(out, x + 1.0)
@@ -181,7 +189,7 @@ def test_fixed_dim_mismatch_with_runtime_debug_mode_3():
 
 def test_named_dynamic_dims_disagree():
     x, y = rnd(8, 32), rnd(4, 32)
-    e = fails(shared_n, (x, y), {}, ArgumentValueError, ValueError,
+    e = fails_at_call(shared_n, (x, y), {}, ArgumentValueError, ValueError,
               ["'N'", "x.shape[0]", "y.shape[0]", "8 and 4"], line_of("shared_n"))
     assert e.param == "y"
     y = rnd(8, 32)
@@ -191,7 +199,7 @@ def test_named_dynamic_dims_disagree():
 
 def test_non_tensor_for_tensor_param():
     x, out = rnd(8, 32), rnd(8, 32)
-    e = fails(add_one, (x.tolist(), out), {}, ArgumentTypeError, TypeError,
+    e = fails_at_call(add_one, (x.tolist(), out), {}, ArgumentTypeError, TypeError,
               ["'x'", "torch.Tensor", "list"], line_of("add_one"))
     assert e.param == "x"
     check_add_one(x, out)
@@ -201,7 +209,7 @@ def test_non_tensor_for_tensor_param():
 def test_tensor_for_constant_param(by_keyword):
     x, out = rnd(8, 32), rnd(8, 32)
     args, kwargs = ((x, out), {"scale": rnd(8, 32)}) if by_keyword else ((x, out, rnd(8, 32)), {})
-    e = fails(add_one, args, kwargs, ArgumentTypeError, TypeError,
+    e = fails_at_call(add_one, args, kwargs, ArgumentTypeError, TypeError,
               ["'scale'", "compile-time constant", "(8, 32)"], line_of("add_one"))
     assert e.param == "scale"
     check_add_one(x, out, 2.0)
@@ -209,7 +217,7 @@ def test_tensor_for_constant_param(by_keyword):
 
 def test_missing_tensor_arg():
     x, out = rnd(8, 32), rnd(8, 32)
-    e = fails(add_one, (x,), {}, ArgumentValueError, ValueError, ["'out'", "2 tensor argument"],
+    e = fails_at_call(add_one, (x,), {}, ArgumentValueError, ValueError, ["'out'", "2 tensor argument"],
               line_of("add_one"))
     assert e.param == "out"
     add_one(x, out=out)  # by keyword works
@@ -218,7 +226,7 @@ def test_missing_tensor_arg():
 
 def test_missing_constant():
     x, out = rnd(8, 32), rnd(8, 32)
-    e = fails(needs_n, (x, out), {}, ArgumentValueError, ValueError, ["'n'", "nothing"], line_of("needs_n"))
+    e = fails_at_call(needs_n, (x, out), {}, ArgumentValueError, ValueError, ["'n'", "nothing"], line_of("needs_n"))
     assert e.param == "n"
     needs_n(x, out, 3)
     torch.testing.assert_close(out, x + 3)
@@ -226,7 +234,7 @@ def test_missing_constant():
 
 def test_unknown_keyword():
     x, out = rnd(8, 32), rnd(8, 32)
-    e = fails(add_one, (x, out), {"scal": 2.0}, ArgumentValueError, ValueError,
+    e = fails_at_call(add_one, (x, out), {"scal": 2.0}, ArgumentValueError, ValueError,
               ["'scal'", "one of x, out, scale", "did you mean 'scale'"], line_of("add_one"))
     assert e.param == "scal"
     check_add_one(x, out, 2.0)
@@ -234,14 +242,14 @@ def test_unknown_keyword():
 
 def test_too_many_positional_args():
     x, out = rnd(8, 32), rnd(8, 32)
-    fails(add_one, (x, out, 2.0, 3.0), {}, ArgumentValueError, ValueError,
+    fails_at_call(add_one, (x, out, 2.0, 3.0), {}, ArgumentValueError, ValueError,
           ["too many positional", "at most 3", "x, out, scale", "got:      4"], line_of("add_one"))
     check_add_one(x, out, 2.0)
 
 
 def test_tensor_given_twice():
     x, out = rnd(8, 32), rnd(8, 32)
-    fails(add_one, (x, out), {"out": out}, ArgumentValueError, ValueError, ["'out'", "twice"],
+    fails_at_call(add_one, (x, out), {"out": out}, ArgumentValueError, ValueError, ["'out'", "twice"],
           line_of("add_one"))
     check_add_one(x, out)
 
@@ -259,7 +267,7 @@ def test_expanded_output_tensor():
 
 def test_unsupported_torch_dtype_float64():
     x, out = rnd(8, 32), rnd(8, 32)
-    e = fails(add_one, (x.double(), out), {}, UnsupportedDTypeError, TypeError,
+    e = fails_at_call(add_one, (x.double(), out), {}, UnsupportedDTypeError, TypeError,
               ["torch.float64", "for x", "torch.float32"], line_of("add_one"))
     assert isinstance(e, DTypeError) and e.param == "x"
     check_add_one(x, out)
@@ -709,7 +717,7 @@ def test_errors_pickle_round_trip():
     import pickle
 
     x, out = rnd(8, 32), rnd(8, 32)
-    e = fails(add_one, (x.to(torch.int32), out), {}, ArgumentTypeError, TypeError, ["'x'"], line_of("add_one"))
+    e = fails_at_call(add_one, (x.to(torch.int32), out), {}, ArgumentTypeError, TypeError, ["'x'"], line_of("add_one"))
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is type(e) and str(back) == str(e) and back.loc == e.loc
 
