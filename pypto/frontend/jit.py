@@ -240,7 +240,9 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             key = entry.compiled.key
             binder = entry.__dict__["_binder"] = make_binder(self._sig, key[0], dict(entry.compiled.program.constants))
         g = self.fn.__globals__
-        self._fast = (binder, entry, _options.state_version(), global_tiles(), current_machine(),
+        # the version of the options this call resolved (not re-read: another thread may have
+        # changed the global settings since, and then the next call must look up again)
+        self._fast = (binder, entry, record[0], global_tiles(), current_machine(),
                       tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn),
                       _backend.npu_stand_in(), record)
 
