@@ -38,8 +38,9 @@ from .compile import monitor_compile
 from .execute_hook import ExecuteHookType, ExecutionSteps
 from .launcher import make_binder
 from .host_tensor import HostTensor
-from .control import global_tiles
-from ..runtime.machine import current_machine
+from .control import _global_tiles, global_tiles
+from ..runtime.machine import _current as _process_machine, current_machine
+from .. import scopes as _scopes
 from .signature import Signature
 from .version_cache import DEFAULT_MAXSIZE, VersionCache, check_maxsize
 from .strided import check_written, dense_numpy, write_back
@@ -185,7 +186,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         if bound is not None:  # the same version as the last call: no key, no lookup
             entry = fast[1]
             tensors, env = bound
-            record = fast[8]
+            record = fast[9]
             hit, reason, strided = True, None, None
         else:
             record = self._resolved_record()
@@ -241,10 +242,11 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             binder = entry.__dict__["_binder"] = make_binder(self._sig, key[0], dict(entry.compiled.program.constants))
         g = self.fn.__globals__
         # the version of the options this call resolved (not re-read: another thread may have
-        # changed the global settings since, and then the next call must look up again)
-        self._fast = (binder, entry, record[0], global_tiles(), current_machine(),
-                      tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn),
-                      _backend.npu_stand_in(), record)
+        # changed the global settings since, and then the next call must look up again); the
+        # scope stack's gen covers scoped tiles and machine, so only the process-wide ones are kept
+        self._fast = (binder, entry, record[0], _global_tiles["vec"], _global_tiles["cube"],
+                      _process_machine["machine"], tuple(_freeze(g.get(n)) for n in self._guard_names),
+                      _closure_key(self.fn), _backend.npu_stand_in(), record)
 
     def _evicted(self, entry) -> None:
         """A version left the cache to make room: the next call must not reuse it."""
@@ -435,12 +437,11 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
 
 def _fast_bind(kernel, fast, args):
     """(tensors, env) when this call can reuse the version ``fast`` remembers as is, else None."""
-    binder, entry, version, tiles, machine, guards, closure, stand_in, _ = fast
-    if version != _options.state_version() or current_machine() is not machine \
-            or _backend.npu_stand_in() is not stand_in:
-        return None
-    now = global_tiles()
-    if now[0] is not tiles[0] or now[1] is not tiles[1]:
+    binder, _, (version, gen), vec, cube, machine, guards, closure, stand_in, _ = fast
+    # a scope entered or changed in this thread / task gives its stack a new gen (scopes.py)
+    if version != _options._version or _scopes._current.get().gen != gen \
+            or _global_tiles["vec"] is not vec or _global_tiles["cube"] is not cube \
+            or _process_machine["machine"] is not machine or _backend.npu_stand_in() is not stand_in:
         return None
     if guards:
         g = kernel.fn.__globals__
