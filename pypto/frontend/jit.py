@@ -15,6 +15,7 @@ import functools
 import gc
 import inspect
 import sys
+import threading
 import time
 import weakref
 from typing import Callable
@@ -664,13 +665,22 @@ def _collector_paused():
     """Pause Python's cyclic garbage collector while compiling. Tracing and lowering create
     tens of thousands of objects that all stay alive; each collection would scan them again, so
     with the collector on, compile time grows faster than the number of ops. Reference counting
-    still frees everything as usual; only cycles wait until the collector runs again."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    still frees everything as usual; only cycles wait until the collector runs again. Threads may
+    compile at once: the collector comes back when the last of them is done."""
+    with _PAUSE_LOCK:
+        if _PAUSE["depth"] == 0:
+            _PAUSE["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _PAUSE["depth"] += 1
     try:
         yield
     finally:
-        gc.enable()
+        with _PAUSE_LOCK:
+            _PAUSE["depth"] -= 1
+            if _PAUSE["depth"] == 0 and _PAUSE["was_enabled"]:
+                gc.enable()
+
+
+_PAUSE_LOCK = threading.Lock()
+_PAUSE = {"depth": 0, "was_enabled": True}  # compiles in progress (any thread), and the state before them
 

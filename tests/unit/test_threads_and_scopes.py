@@ -7,6 +7,7 @@ thread compiled and ran, and threads racing to a new signature each compiled it.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 
@@ -186,6 +187,7 @@ def test_racing_first_calls_compile_once():
     info = kernel.cache_info()
     assert COMPILES == [12] and info.misses == 1 and info.versions == 1 and info.hits == 7
     assert sum(c.hit for c in info.calls) == 7 and [c.reason for c in info.calls if not c.hit] == ["first call"]
+    assert gc.isenabled()  # paused while compiling, back once every compile is done
 
 
 def test_a_failed_compile_reaches_every_waiter_and_is_not_cached():
