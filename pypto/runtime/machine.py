@@ -11,6 +11,7 @@ parameters, not measurements.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+
 from .. import scopes as _scopes
 
 
