@@ -24,7 +24,8 @@ Values are looked up through layers: defaults <- global settings <- :func:`optio
 (innermost wins) <- the per-kernel jit dicts given to :func:`effective`. As upstream, ``set_*``
 writes into the innermost active scope (or the global settings when no scope is active), so a
 setting made inside ``with pypto.options(...)`` ends with that block. An unknown key is an error.
-Scopes are process-wide (not thread-local).
+Scopes are per thread and per asyncio task (``scopes.py``: a scope one thread enters never changes
+what another thread compiles or runs); settings made outside any scope are process-wide.
 
 A value of the wrong type raises :class:`OptionTypeError` (a ``TypeError`` and a ``ValueError``),
 a value out of range :class:`OptionError` (a ``ValueError``). The ``get_<group>_options()``
@@ -44,6 +45,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
+from . import scopes as _scopes
 from .errors import ExternalError, OptionError, OptionTypeError, error_code
 
 INT32_MAX = 2**31 - 1
@@ -472,20 +474,24 @@ def validate_group(group: str, values: Mapping | None, *, param: str | None = No
 
 
 # ---------------------------------------------------------------------------------------------
-# State: global settings and a stack of scopes, versioned so callers can cache effective().
+# State: global settings (process-wide, versioned) and the scopes of this thread / task
+# (scopes.py), so callers can cache effective() per (version, scope stack).
 
 _lock = threading.RLock()
 _root: dict[str, dict[str, object]] = {g: {} for g in GROUPS}  # below _global; reset_options keeps it
 _global: dict[str, dict[str, object]] = {g: {} for g in GROUPS}
-_scopes: list[dict[str, dict[str, object]]] = []
 _version = 0
-_cache: tuple[int, dict[str, dict[str, object]]] | None = None
-_base: tuple[int, "ResolvedOptions"] | None = None
 
 
-def state_version() -> int:
-    """A counter bumped on every change of global settings or scopes."""
-    return _version
+def state_version() -> tuple[int, int]:
+    """Changes on every change of the global settings or of this context's scopes: (a counter
+    bumped by global changes, the generation of this thread's / task's scope stack)."""
+    return _version, _scopes.stack().gen
+
+
+def active_scopes() -> int:
+    """How many `options` scopes are active in this thread / task."""
+    return len(_scopes.stack().scopes)
 
 
 def _changed() -> None:
@@ -494,23 +500,30 @@ def _changed() -> None:
 
 
 def _apply(validated: Mapping[str, Mapping[str, object]]) -> None:
+    if _scopes.set_innermost(lambda layer: layer.with_options(validated)):
+        return
     with _lock:
-        target = _scopes[-1] if _scopes else _global
         for group, values in validated.items():
-            target.setdefault(group, {}).update(values)
+            _global.setdefault(group, {}).update(values)
         _changed()
 
 
+def _layers(stack) -> list:
+    return [_root, _global, *(layer.options for layer in stack.scopes), *(layer.options for layer in stack.forced)]
+
+
 def _resolved_all() -> dict[str, dict[str, object]]:
-    global _cache
-    with _lock:
-        if _cache is None or _cache[0] != _version:
+    stack = _scopes.stack()
+    memo = stack.memo.get("all")
+    if memo is None or memo[0] != _version:
+        with _lock:
+            version = _version
             merged = {g: {n: OPTIONS[g, n].default for n in _NAMES[g]} for g in GROUPS}
-            for layer in [_root, _global, *_scopes, *_forced]:
+            for layer in _layers(stack):
                 for group, values in layer.items():
                     merged[group].update(values)
-            _cache = (_version, merged)
-        return _cache[1]
+        memo = stack.memo["all"] = (version, merged)
+    return memo[1]
 
 
 def current(group: str) -> dict[str, object]:
@@ -523,7 +536,7 @@ def is_set(group: str, name: str) -> bool:
     default); a kernel's own jit options are not looked at here."""
     group = _group_name(group)
     with _lock:
-        return any(name in layer.get(group, ()) for layer in [_root, _global, *_scopes, *_forced])
+        return any(name in layer.get(group, ()) for layer in _layers(_scopes.stack()))
 
 
 def set_options(**group_dicts: Mapping | None) -> None:
@@ -559,9 +572,9 @@ def reset_root_options() -> None:
 def reset_options() -> None:
     """Back to the starting values: clears the global settings and the values set in every active
     scope (not the root values of :func:`set_root_options`)."""
+    _scopes.map_scopes(lambda layer: _scopes.Layer(layer.owner, {}, layer.extras))
     with _lock:
-        for layer in [_global, *_scopes]:
-            layer.clear()
+        _global.clear()
         _changed()
 
 
@@ -617,26 +630,21 @@ set_operation_options, get_operation_options = _make_accessors("operation")
 class OptionScope:
     """The object :func:`options` returns: a context manager and a decorator.
 
-    Entering pushes a fresh copy of the validated settings as the innermost scope; leaving pops
-    it (and any scope left open above it), also when the block raises.
+    Entering pushes a fresh copy of the validated settings as the innermost scope of this thread
+    or asyncio task; leaving pops it (and any scope left open above it), also when the block
+    raises. One object may be entered by several threads at once (a decorated function).
     """
 
     def __init__(self, settings: dict[str, dict[str, object]], name: str = ""):
         self.settings = settings
         self.name = name
-        self._depths: list[int] = []  # one entry per active entry (re-entrant, e.g. recursion)
 
     def __enter__(self) -> "OptionScope":
-        with _lock:
-            self._depths.append(len(_scopes))
-            _scopes.append({g: dict(v) for g, v in self.settings.items()})
-            _changed()
+        _scopes.push(self, self.settings)  # in this thread / task only (scopes.py)
         return self
 
     def __exit__(self, *exc) -> None:
-        with _lock:
-            del _scopes[self._depths.pop():]
-            _changed()
+        _scopes.pop(self)
 
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -715,21 +723,19 @@ class ResolvedOptions:
 def effective(overrides: Mapping[str, Mapping] | None = None) -> ResolvedOptions:
     """All current values merged with per-kernel jit dicts keyed by group (``"runtime"`` etc.),
     then with any active `forced` settings, which win over both."""
-    global _base
-    with _lock:
-        if _base is None or _base[0] != _version:
-            merged = _resolved_all()
-            values = tuple(sorted(((g, n), v) for g in GROUPS for n, v in merged[g].items()))
-            _base = (_version, ResolvedOptions(values))
-        base = _base[1]
-        forced = [dict(f) for f in _forced]
+    stack = _scopes.stack()
+    memo = stack.memo.get("base")
+    if memo is None or memo[0] != _version:
+        version = _version
+        merged = _resolved_all()
+        values = tuple(sorted(((g, n), v) for g in GROUPS for n, v in merged[g].items()))
+        memo = stack.memo["base"] = (version, ResolvedOptions(values))
+    base = memo[1]
+    forced = [layer.options for layer in stack.forced]
     result = base.with_overrides(overrides) if overrides else base
     for f in forced:
         result = result.with_overrides(f)
     return result
-
-
-_forced: list = []  # settings that override even a kernel's own jit options (the lab's %%pypto flags)
 
 
 class forced:
@@ -744,15 +750,11 @@ class forced:
                 self.settings[group] = validate_group(group, values, param=key)
 
     def __enter__(self):
-        with _lock:
-            _forced.append(self.settings)
-            _changed()
+        _scopes.push(self, self.settings, forced=True)  # in this thread / task only
         return self
 
     def __exit__(self, *exc):
-        with _lock:
-            _forced.remove(self.settings)
-            _changed()
+        _scopes.pop(self, forced=True)
 
 
 def describe() -> str:
@@ -763,3 +765,9 @@ def describe() -> str:
         rows.append(f"| `{s.key}` | {s.expected()} | `{default!r}` | "
                     f"{'yes' if s.affects_compile else 'no'} | {s.doc} |")
     return "\n".join(rows)
+
+
+# ``pypto.options`` is the scope function (the package re-exports it over this module's name), so
+# the module-level helpers users reach through it are attached to it as well.
+options.describe = describe
+options.forced = forced

@@ -127,15 +127,28 @@ class CallLogEntry:
 
 @dataclass(frozen=True)
 class CacheInfo:
-    """Like ``functools.lru_cache``'s cache_info, plus one entry per compiled version."""
+    """Like ``functools.lru_cache``'s cache_info, plus one entry per compiled version.
+
+    ``hits`` / ``misses`` count calls (a miss compiled a version); ``entries`` the cached versions
+    in compile order (``versions`` / ``currsize``: how many); ``calls`` the recent call log;
+    ``maxsize`` the kernel's bound (None: unbounded) and ``evictions`` the versions dropped to keep
+    within it since the last ``cache_clear()``.
+    """
 
     hits: int
     misses: int
     entries: tuple
     calls: tuple = ()
+    maxsize: Optional[int] = None
+    evictions: int = 0
 
     @property
     def currsize(self) -> int:
+        return len(self.entries)
+
+    @property
+    def versions(self) -> int:
+        """How many compiled versions the cache holds (the ``versions=`` of the printed form)."""
         return len(self.entries)
 
     def _repr_html_(self) -> str:
@@ -144,7 +157,8 @@ class CacheInfo:
         return cache_info_html(self)
 
     def __str__(self) -> str:
-        lines = [f"CacheInfo(hits={self.hits}, misses={self.misses}, versions={len(self.entries)})"]
+        evicted = f", evictions={self.evictions}" if self.evictions else ""
+        lines = [f"CacheInfo(hits={self.hits}, misses={self.misses}, versions={len(self.entries)}{evicted})"]
         for e in self.entries:
             lines.append(f"  [{e.hits} hit(s), compiled in {e.compile_seconds * 1e3:.1f} ms] {e.key}")
             for served in e.served_shapes():
@@ -155,7 +169,8 @@ class CacheInfo:
 @dataclass
 class RunRecord:
     """What one call did: cache hit, compile and run seconds, the timeline (simulated on first
-    access, so a call that never looks at it does not pay for it) and the pass-verify report."""
+    access, so a call that never looks at it does not pay for it) and the pass-verify report;
+    ``error`` says what stopped a call that did not finish."""
 
     cache_hit: bool
     compile_seconds: float
@@ -165,6 +180,9 @@ class RunRecord:
     verify: Any = None  # with verify_options enable_pass_verify: one StageResult per stage
     simulator: Any = field(default=None, repr=False)  # callable(runtime_overrides, machine) -> Timeline
     _timeline: Any = field(default=None, repr=False)
+    # a call that did not finish (an error or KeyboardInterrupt mid-run): what stopped it; its
+    # outputs may be partly written, it is not counted as a hit and it has no timeline
+    error: Optional[str] = None
 
     @property
     def timeline(self):

@@ -7,14 +7,18 @@ body: Python runs the body as often as there are paths, each time recording into
 
 from __future__ import annotations
 
+from .. import scopes as _scopes
 from ..errors import KernelSyntaxError, ShapeError, user_loc
 from ..ir import expr as E
 from ..ir.graph import Loop
 from .builder import PathExplorer, current, require
 from .scalar import SymbolicScalar, to_expr
 
-# Tile shapes set outside any kernel: the starting point of every compile (part of the cache key).
+# Tile shapes set outside any kernel and outside any scope: the starting point of every compile
+# (part of the cache key). Set inside ``with pypto.options(...)``, they belong to that scope of
+# that thread / task only (scopes.py).
 _global_tiles = {"vec": None, "cube": None}
+_UNSET = object()
 
 
 def _bounds(args, loc):
@@ -183,14 +187,15 @@ def set_vec_tile_shapes(*dims) -> None:
                   for i, d in enumerate(dims))
     tracer = current()
     if tracer is None:
-        _global_tiles["vec"] = shape
+        if not _scopes.set_extra("vec_tile", shape):
+            _global_tiles["vec"] = shape
     else:
         tracer.vec_tile = shape
 
 
 def get_vec_tile_shapes() -> list:
     tracer = current()
-    shape = tracer.vec_tile if tracer is not None else _global_tiles["vec"]
+    shape = tracer.vec_tile if tracer is not None else global_tiles()[0]
     return list(shape) if shape else []
 
 
@@ -216,14 +221,15 @@ def set_cube_tile_shapes(m, k, n, enable_split_k: bool = False) -> None:
     cube = (*parts, bool(enable_split_k))
     tracer = current()
     if tracer is None:
-        _global_tiles["cube"] = cube
+        if not _scopes.set_extra("cube_tile", cube):
+            _global_tiles["cube"] = cube
     else:
         tracer.cube_tile = cube
 
 
 def get_cube_tile_shapes():
     tracer = current()
-    cube = tracer.cube_tile if tracer is not None else _global_tiles["cube"]
+    cube = tracer.cube_tile if tracer is not None else global_tiles()[1]
     if cube is None:
         return None
     m, k, n, split = cube
@@ -231,4 +237,8 @@ def get_cube_tile_shapes():
 
 
 def global_tiles() -> tuple:
-    return _global_tiles["vec"], _global_tiles["cube"]
+    """(vec, cube) tile settings outside a kernel: this thread's / task's scopes, else global."""
+    extras = _scopes.stack().extras
+    if not extras:
+        return _global_tiles["vec"], _global_tiles["cube"]
+    return extras.get("vec_tile", _global_tiles["vec"]), extras.get("cube_tile", _global_tiles["cube"])

@@ -15,6 +15,7 @@ import functools
 import gc
 import inspect
 import sys
+import threading
 import time
 import weakref
 from typing import Callable
@@ -38,9 +39,11 @@ from .compile import monitor_compile
 from .execute_hook import ExecuteHookType, ExecutionSteps
 from .launcher import make_binder
 from .host_tensor import HostTensor
-from .control import global_tiles
-from ..runtime.machine import current_machine
+from .control import _global_tiles, global_tiles
+from ..runtime.machine import _current as _process_machine, current_machine
+from .. import scopes as _scopes
 from .signature import Signature
+from .version_cache import DEFAULT_MAXSIZE, VersionCache, check_maxsize
 from .strided import check_written, dense_numpy, write_back
 from .trace import trace
 
@@ -99,7 +102,7 @@ class _EveryKernelsVersions:
             kernel.cache_clear()
 
     def __len__(self) -> int:
-        return sum(len(kernel._cache) for kernel in list(_LIVE_KERNELS))
+        return sum(len(kernel._versions) for kernel in list(_LIVE_KERNELS))
 
 
 _LIVE_KERNELS: "weakref.WeakSet" = weakref.WeakSet()
@@ -115,7 +118,8 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
 
     _kernel_module_cache = _EveryKernelsVersions()
 
-    def __init__(self, fn: Callable, *, _scope_locals: dict | None = None, **jit_options):
+    def __init__(self, fn: Callable, *, _scope_locals: dict | None = None, cache_maxsize=DEFAULT_MAXSIZE,
+                 **jit_options):
         scope = getattr(fn, "__pypto_options__", None)
         if scope is not None:  # @pypto.jit over @pypto.options(...): trace the function itself
             fn = fn.__wrapped__
@@ -152,8 +156,8 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         self._source_key = (code.co_code, repr(code.co_consts), code.co_names, code.co_varnames,
                             code.co_filename, fn.__qualname__)
         self._guard_names = tuple(sorted(n for n in _code_names(code) if isinstance(fn.__globals__.get(n), _SIMPLE)))
-        self._cache: dict = {}
-        self._order: list = []  # keys in compile order
+        # compiled versions: LRU-bounded, one compile per key when threads race (version_cache.py)
+        self._versions = VersionCache(check_maxsize(cache_maxsize, loc=self.loc), self._evicted)
         self._hits = 0
         self._misses = 0
         self._opts = (-1, None, None, False, None)
@@ -166,94 +170,105 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
     # ---- the call path -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         try:
-            result = self._call(args, kwargs)
+            result, npu = self._call(args, kwargs)
         except PyptoError as e:
             raise e.with_traceback(None)  # the message already points at the kernel line
-        if self._opts[3]:  # run_mode NPU, served on the simulator by a registered stand-in
+        if npu:  # run_mode NPU, served on the simulator by a registered stand-in
             _backend.npu_stand_in().launched(self, args, kwargs, result)
         return result
 
     def _call(self, args, kwargs):
+        # Threads may call one kernel at once: read each shared slot (_fast, _opts) once, into locals.
         t0 = time.perf_counter()
         if self._live_runtime is not None:
             self._check_runtime_dict()
-        bound = self._fast_bind(args) if not kwargs and self._fast is not None else None
+        fast = self._fast
+        bound = _fast_bind(self, fast, args) if not kwargs and fast is not None else None
         if bound is not None:  # the same version as the last call: no key, no lookup
-            entry = self._fast[1]
+            entry = fast[1]
             tensors, env = bound
-            entry.hits += 1
-            self._hits += 1
+            record = fast[9]
             hit, reason, strided = True, None, None
         else:
-            self._resolved()
-            if self._opts[3] and _backend.npu_stand_in() is None:  # refuse before compiling anything
+            record = self._resolved_record()
+            if record[3] and _backend.npu_stand_in() is None:  # refuse before compiling anything
                 raise BackendUnavailableError(
                     "runtime_options['run_mode'] is NPU, but this build has no NPU backend",
                     expected="pypto.RunMode.SIM (1), the CPU simulator", got="pypto.RunMode.NPU (0)",
                     param="runtime_options['run_mode']", loc=self.loc,
                     hint="to run NPU-mode scripts on the simulator, emulate the NPU: "
                          "pypto.emulate.install() or python -m pypto.emulate script.py")
-            entry, tensors, env, hit, reason, strided = self._lookup(args, kwargs, count=True)
+            entry, tensors, env, hit, reason, strided = self._lookup(args, kwargs, count=True, record=record)
         compiled = entry.compiled
+        t1 = time.perf_counter()
+        opts = record[1]
+        try:
+            if opts.get("verify", "enable_pass_verify"):
+                results, report = verify(compiled, tensors, env, opts,
+                                         lambda: compiled.executor.run(tensors, env, opts))
+            else:
+                results, report = compiled.executor.run(tensors, env, opts), None
+            if strided is not None:
+                write_back(strided, compiled, tensors)
+        except BaseException as e:  # an error or an interrupt mid-run: not a hit, and last_run says so
+            self.last_run = RunRecord(hit, 0.0 if hit else compiled.compile_seconds, time.perf_counter() - t1,
+                                      entry.key, compiled, error=_stopped_by(e))
+            raise
+        if hit:  # counted once the call ran (an interrupted call is no hit)
+            entry.hits += 1
+            self._hits += 1
         sizes = tuple(env.values())  # the call's dynamic sizes: its concrete shapes, per version
         served = entry.served
         served[sizes] = served.get(sizes, 0) + 1
         if not hit and entry.compiled_for is None:
             entry.compiled_for = sizes
-        t1 = time.perf_counter()
-        opts = self._opts[1]
-        if opts.get("verify", "enable_pass_verify"):
-            results, report = verify(compiled, tensors, env, opts,
-                                     lambda: compiled.executor.run(tensors, env, opts))
-        else:
-            results, report = compiled.executor.run(tensors, env, opts), None
-        if strided is not None:
-            write_back(strided, compiled, tensors)
-        elif bound is None:
-            self._remember(entry)
+        if strided is None and bound is None:
+            self._remember(entry, record)
         t2 = time.perf_counter()
         compile_s = 0.0 if hit else compiled.compile_seconds
         self.last_run = RunRecord(hit, compile_s, t2 - t1, entry.key, compiled, verify=report,
                                   simulator=_simulator(compiled, opts))
         self.call_log.append(CallLogEntry(hit, entry.key, reason, t2 - t0))
         device_perf = _artefacts.device_perf_requested()
-        if self._opts[4] is not None or device_perf:  # debug options, DUMP_DEVICE_PERF, emulated SIM
-            _artefacts.after_call(self.last_run, self._opts[4], device_perf)
+        if record[4] is not None or device_perf:  # debug options, DUMP_DEVICE_PERF, emulated SIM
+            _artefacts.after_call(self.last_run, record[4], device_perf)
         for listener in _CALL_LISTENERS:
             listener(self)
         if results is None or compiled.returns is None:
-            return None
+            return None, record[3]
         if compiled.returns == "tensor":
-            return results[0]
-        return tuple(results) if compiled.returns == "tuple" else list(results)
+            return results[0], record[3]
+        return (tuple(results) if compiled.returns == "tuple" else list(results)), record[3]
 
-    def _remember(self, entry) -> None:
+    def _remember(self, entry, record) -> None:
         """Make ``entry`` the version the next call tries first (launcher.py)."""
         binder = entry.__dict__.get("_binder")
         if binder is None:
             key = entry.compiled.key
             binder = entry.__dict__["_binder"] = make_binder(self._sig, key[0], dict(entry.compiled.program.constants))
         g = self.fn.__globals__
-        self._fast = (binder, entry, _options.state_version(), global_tiles(), current_machine(),
-                      tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn),
-                      _backend.npu_stand_in())
+        # the version of the options this call resolved (not re-read: another thread may have
+        # changed the global settings since, and then the next call must look up again); the
+        # scope stack's gen covers scoped tiles and machine, so only the process-wide ones are kept
+        self._fast = (binder, entry, record[0], _global_tiles["vec"], _global_tiles["cube"],
+                      _process_machine["machine"], tuple(_freeze(g.get(n)) for n in self._guard_names),
+                      _closure_key(self.fn), _backend.npu_stand_in(), record)
 
-    def _fast_bind(self, args):
-        """(tensors, env) when this call can reuse the last version as is, else None."""
-        binder, entry, version, tiles, machine, guards, closure, stand_in = self._fast
-        if version != _options.state_version() or current_machine() is not machine \
-                or _backend.npu_stand_in() is not stand_in:
-            return None
-        now = global_tiles()
-        if now[0] is not tiles[0] or now[1] is not tiles[1]:
-            return None
-        if guards:
-            g = self.fn.__globals__
-            if tuple(_freeze(g.get(n)) for n in self._guard_names) != guards:
-                return None
-        if closure and _closure_key(self.fn) != closure:
-            return None
-        return binder(args)
+    def _evicted(self, entry) -> None:
+        """A version left the cache to make room: the next call must not reuse it."""
+        fast = self._fast
+        if fast is not None and fast[1] is entry:
+            self._fast = None
+
+    @property
+    def cache_maxsize(self) -> int | None:
+        """How many compiled versions this kernel keeps (least recently used out first; None:
+        unbounded). Set it (``kernel.cache_maxsize = 16``) or give it to ``pypto.jit``."""
+        return self._versions.maxsize
+
+    @cache_maxsize.setter
+    def cache_maxsize(self, value) -> None:
+        self._versions.resize(check_maxsize(value))
 
     def _check_runtime_dict(self) -> None:
         """Compare the decorator's runtime_options dict with what was last validated."""
@@ -285,42 +300,50 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         self._fast = None
 
     def _resolved(self):
+        """The options of a call made now, in this thread / task."""
+        return self._resolved_record()[1]
+
+    def _resolved_record(self) -> tuple:
+        """(state version, resolved options, compile-key id, run_mode is NPU, artefacts wanted) for
+        a call made now in this thread / task; kept for the next call in the same state."""
         version = _options.state_version()
-        if self._opts[0] != version:
+        record = self._opts
+        if record[0] != version:
             resolved = _options.effective(self.jit_options)
             # the compile-affecting options, interned to a small int so that hashing the cache key
             # on every call does not rehash every option value
             ckey = _OPTION_KEYS.setdefault(resolved.compile_key(), len(_OPTION_KEYS))
             explicit_sim = ("run_mode" in self.jit_options.get("runtime", {})
                             or _options.is_set("runtime", "run_mode"))
-            self._opts = (version, resolved, ckey, resolved.run_mode == _options.RunMode.NPU,
-                          _artefacts.wanted(resolved, explicit_sim))  # files the calls write (artefacts/)
-        return self._opts[1]
+            record = self._opts = (version, resolved, ckey, resolved.run_mode == _options.RunMode.NPU,
+                                   _artefacts.wanted(resolved, explicit_sim))  # files the calls write (artefacts/)
+        return record
 
-    def _lookup(self, args, kwargs, count: bool):
+    def _lookup(self, args, kwargs, count: bool, record: tuple | None = None):
         sig = self._sig or self._signature()
         try:
             raw, consts = sig.bind(args, kwargs)
             tensors, dtypes, tkey, env, strided = _bind_tensors(sig, raw, None)
         except PyptoError as e:  # a bad argument: point at the call that passed it
             raise self._at_call_site(e)
-        opts = self._resolved()
+        record = record or self._resolved_record()
+        opts = record[1]
         g = self.fn.__globals__
-        key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), self._opts[2], global_tiles(),
+        key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), record[2], global_tiles(),
                tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn), current_machine())
-        entry = self._cache.get(key)
+        entry = self._versions.get(key)
         reason = None
         if entry is None:
-            reason = self._miss_reason(key)
-            entry = self._compile(key, sig, tensors, dtypes, consts, opts)
-            if count:
-                self._misses += 1
-        if strided is not None:  # before a hit is counted: a refused call is not a hit
+            why = self._miss_reason(key)
+            entry, compiled_here = self._versions.get_or_compile(
+                key, lambda: self._compile(key, sig, tensors, dtypes, consts, opts))
+            if compiled_here:  # a call that waited for another thread's compile of this key is a hit
+                reason = why
+                if count:
+                    self._misses += 1
+        if strided is not None:  # a refused call is not a hit
             check_written(strided, entry.compiled, sig.tensors, self.loc)
-        if count and reason is None:
-            entry.hits += 1
-            self._hits += 1
-        return entry, tensors, env, entry is not None and reason is None, reason, strided
+        return entry, tensors, env, reason is None, reason, strided
 
     def _at_call_site(self, error: PyptoError) -> PyptoError:
         """``error`` (about an argument) located at the user's call, naming where the kernel is."""
@@ -363,23 +386,21 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         compiled.compile_seconds = time.perf_counter() - t0
         monitor_compile(compiled.compile_seconds, opts)
         compiled.dump_dir = dump_compiled(compiled, opts)  # debug_options: compile_debug_mode, dump_pass_graph
-        entry = CacheEntry(key_text, 0, compiled.compile_seconds, compiled, _layout(sig, tensors, dtypes))
-        self._cache[key] = entry
-        self._order.append(key)
-        return entry
+        return CacheEntry(key_text, 0, compiled.compile_seconds, compiled, _layout(sig, tensors, dtypes))
 
     def _miss_reason(self, key) -> str:
         """Why ``key`` compiled: what differs from the nearest cached version (the one with the
         fewest differences, the newest of those), named by its index when there are several."""
-        if not self._order:
+        keys = self._versions.keys()
+        if not keys:
             return "first call"
         best, best_parts = 0, None
-        for index in range(len(self._order) - 1, -1, -1):
-            parts = self._key_changes(key, self._order[index])
+        for index in range(len(keys) - 1, -1, -1):
+            parts = self._key_changes(key, keys[index])
             if best_parts is None or len(parts) < len(best_parts):
                 best, best_parts = index, parts
         text = "; ".join(best_parts) or "new signature"
-        return text if len(self._order) == 1 else f"{text} (against version #{best})"
+        return text if len(keys) == 1 else f"{text} (against version #{best})"
 
     def _key_changes(self, key, prev) -> list:
         parts = []
@@ -421,24 +442,49 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         return entry.compiled
 
     def cache_info(self) -> CacheInfo:
-        """Hits, misses and one entry per compiled version (key, hits, compile seconds)."""
-        entries = tuple(self._cache[k] for k in self._order)
-        return CacheInfo(self._hits, self._misses, entries, tuple(self.call_log))
+        """Hits, misses and one entry per compiled version (key, hits, compile seconds), in compile
+        order; ``maxsize`` (`cache_maxsize`) and ``evictions`` (versions dropped to make room)."""
+        versions = self._versions
+        return CacheInfo(self._hits, self._misses, versions.entries(), tuple(self.call_log),
+                         maxsize=versions.maxsize, evictions=versions.evictions)
 
     def cache_clear(self) -> None:
-        """Drop every compiled version and reset the counters."""
-        self._cache.clear()
-        self._order.clear()
+        """Drop every compiled version (with everything they hold: plans, per-call-site tables) and
+        reset the counters."""
+        self._versions.clear()
         self._hits = self._misses = 0
         self.call_log.clear()
         self.last_run = None
         self._fast = None
 
     def __repr__(self) -> str:
-        return f"<pypto.jit kernel {self.fn.__qualname__}: {len(self._cache)} compiled version(s)>"
+        return f"<pypto.jit kernel {self.fn.__qualname__}: {len(self._versions)} compiled version(s)>"
 
     def __get__(self, obj, objtype=None):  # support kernels defined as methods
         return self if obj is None else functools.partial(self, obj)
+
+
+def _fast_bind(kernel, fast, args):
+    """(tensors, env) when this call can reuse the version ``fast`` remembers as is, else None."""
+    binder, _, (version, gen), vec, cube, machine, guards, closure, stand_in, _ = fast
+    # a scope entered or changed in this thread / task gives its stack a new gen (scopes.py)
+    if version != _options._version or _scopes._current.get().gen != gen \
+            or _global_tiles["vec"] is not vec or _global_tiles["cube"] is not cube \
+            or _process_machine["machine"] is not machine or _backend.npu_stand_in() is not stand_in:
+        return None
+    if guards:
+        g = kernel.fn.__globals__
+        if tuple(_freeze(g.get(n)) for n in kernel._guard_names) != guards:
+            return None
+    if closure and _closure_key(kernel.fn) != closure:
+        return None
+    return binder(args)
+
+
+def _stopped_by(error: BaseException) -> str:
+    """What ended a call early, for ``RunRecord.error``."""
+    text = str(error).split("\n", 1)[0]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _def_line(code) -> int:
@@ -628,7 +674,7 @@ def _options_error(key, loc):
 
 
 def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=None, runtime_options=None,
-        verify_options=None, debug_options=None, **kwargs):
+        verify_options=None, debug_options=None, cache_maxsize=DEFAULT_MAXSIZE, **kwargs):
     """Compile a PyPTO kernel on first call and cache it per static signature.
 
     Spellings: ``@pypto.jit``, ``@pypto.jit(runtime_options={...})`` and ``pypto.jit(fn, ...)``.
@@ -636,6 +682,10 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
     ``runtime_options`` dict is read again at every call (a change made to it after decorating
     applies to the next call, and is validated then); the other groups are copied here. Global
     settings (``pypto.set_*_options``) are read at every call.
+
+    ``cache_maxsize`` bounds the compiled versions the kernel keeps (default `DEFAULT_MAXSIZE`,
+    ``None`` = unbounded): beyond it the least recently used version is dropped (a later call
+    with its signature compiles again) and ``cache_info().evictions`` counts it.
     """
     groups = dict(codegen_options=codegen_options, host_options=host_options, pass_options=pass_options,
                   runtime_options=runtime_options, verify_options=verify_options, debug_options=debug_options)
@@ -645,7 +695,7 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
     scope_locals = dict(sys._getframe(1).f_locals)
 
     def wrap(fn):
-        return JitFunction(fn, _scope_locals=scope_locals, **groups)
+        return JitFunction(fn, _scope_locals=scope_locals, cache_maxsize=cache_maxsize, **groups)
 
     if dyn_func is None:
         if kwargs:  # validate unknown keywords at decoration time, not at first call
@@ -661,13 +711,22 @@ def _collector_paused():
     """Pause Python's cyclic garbage collector while compiling. Tracing and lowering create
     tens of thousands of objects that all stay alive; each collection would scan them again, so
     with the collector on, compile time grows faster than the number of ops. Reference counting
-    still frees everything as usual; only cycles wait until the collector runs again."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    still frees everything as usual; only cycles wait until the collector runs again. Threads may
+    compile at once: the collector comes back when the last of them is done."""
+    with _PAUSE_LOCK:
+        if _PAUSE["depth"] == 0:
+            _PAUSE["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _PAUSE["depth"] += 1
     try:
         yield
     finally:
-        gc.enable()
+        with _PAUSE_LOCK:
+            _PAUSE["depth"] -= 1
+            if _PAUSE["depth"] == 0 and _PAUSE["was_enabled"]:
+                gc.enable()
+
+
+_PAUSE_LOCK = threading.Lock()
+_PAUSE = {"depth": 0, "was_enabled": True}  # compiles in progress (any thread), and the state before them
 

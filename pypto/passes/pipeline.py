@@ -65,6 +65,7 @@ class Lowered:
     leaf_symbols: dict = field(default_factory=dict)
     scopes: dict = field(default_factory=dict)  # value id -> loop indices around its definition
     merge: dict = field(default_factory=dict)  # leaf name -> grid axes its ops do not mix along
+    call_evals: dict = field(default_factory=dict, repr=False)  # call id -> CallEval (runtime/control.py)
 
     def merge_axes(self, leaf) -> frozenset:
         return self.merge[leaf.name]

@@ -10,7 +10,6 @@ dependency edges, the batched execution) is the planner's job (`plan.py`).
 from __future__ import annotations
 
 import itertools
-import weakref
 from dataclasses import dataclass, field
 
 from .._lazy import LazyModule
@@ -22,6 +21,8 @@ from ..passes.segments import RootCall
 from .stream import RootStream
 
 np = LazyModule("numpy")
+
+CALL_TABLE_SIZE = 1024  # size sets whose numbers one call site keeps (per compiled version)
 
 
 @dataclass(eq=False)
@@ -168,11 +169,13 @@ class CallEval:
         if self.reads_elements:
             return self.fn(env, load)
         key = tuple([env[n] for n in self.names])
-        hit = self.table.get(key)
+        table = self.table
+        hit = table.get(key)
         if hit is None:
             hit = self.fn(env, load)
-            if len(self.table) < 4096:
-                self.table[key] = hit
+            if len(table) >= CALL_TABLE_SIZE:  # bounded: start again (the current sizes refill it)
+                table.clear()
+            table[key] = hit
         return hit
 
 
@@ -186,24 +189,24 @@ def _has_load(e) -> bool:
     return any(_has_load(c) for c in (getattr(e, "a", None), getattr(e, "b", None)) if isinstance(c, E.Expr))
 
 
-def evaluate_call(call, env, load):
+def evaluate_call(call, env, load, lowered=None):
     """(grid extents, points, per-arg offsets, valid extents, tile shapes) of ``call`` under ``env``:
     the per-tile form the timing simulator expands into one task per tile."""
-    ce = _EVALS.get(call) or CallEval(call, leaf_symbols(call.leaf), {}, ())
+    ce = (lowered.call_evals.get(call.id) if lowered is not None else None) \
+        or CallEval(call, leaf_symbols(call.leaf), {}, ())
     grid, bases, exts, tiles, _, ends = ce(env, load)
     t = Task(0, None, call, grid, bases, exts, tiles, (), (), ends)
     points, offsets, valid = t._per_tile()
     return list(grid), points, offsets, valid, [list(s) for s in tiles]
 
 
-# CallOp -> CallEval, freed with the compiled kernel that owns the call
-_EVALS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _call_eval(call, scopes=None, global_ids=()):
-    ev = _EVALS.get(call)
+def _call_eval(lowered, call):
+    """The CallEval of a call site, kept by the lowered program that owns the call (so it goes with
+    the compiled version: with an eviction, ``cache_clear()`` or the kernel itself)."""
+    evals = lowered.call_evals
+    ev = evals.get(call.id)
     if ev is None:
-        ev = _EVALS[call] = CallEval(call, leaf_symbols(call.leaf), scopes or {}, global_ids)
+        ev = evals[call.id] = CallEval(call, leaf_symbols(call.leaf), lowered.scopes, lowered.global_values)
     return ev
 
 
@@ -226,8 +229,6 @@ class Stitcher:
         self.stream = RootStream()
         self.loads: set = set()  # parameters whose elements control flow read since the last root
         self.parallel = 0  # depth of enclosing pypto.loop(parallel=True)
-        self._scopes = lowered.scopes
-        self._globals = lowered.global_values
 
     def add_root(self, index: int, env: dict, load):
         read: dict = {}  # tensor elements this root's addresses read, for the timing replay
@@ -246,7 +247,7 @@ class Stitcher:
         root = self.lowered.roots[index]
         tasks = self.tasks
         for call in root.calls:
-            ce = _call_eval(call, self._scopes, self._globals)
+            ce = _call_eval(self.lowered, call)
             grid, bases, exts, tiles, extra, ends = ce(env, recorded)
             if 0 in grid or any(g < 0 for g in grid):
                 continue

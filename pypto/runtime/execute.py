@@ -13,6 +13,7 @@ the read sees the values the program wrote.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 
 from .._lazy import torch
@@ -129,13 +130,30 @@ class LoweredExecutor:
         self.lowered = lowered
         self.max_roots = int(options.get("runtime", "stitch_function_max_num"))
         self.vso = bool(options.get("runtime", "valid_shape_optimize"))
-        self.last = None
-        self.last_stream = None
-        self.last_memory = None
+        self._mine = threading.local()  # what this thread's last call ran (threads may share a kernel)
         self.reads_elements = _reads_elements(lowered)
         self.symbol_defaults = dict.fromkeys(unbound_symbols(lowered.program), 0)
         self._plans: OrderedDict = OrderedDict()
         self._knobs = (object(), None, None, None)
+
+    @property
+    def last(self):
+        """(device tasks, RunInfo) of this thread's last call."""
+        return getattr(self._mine, "last", None)
+
+    @property
+    def last_stream(self):
+        """The root stream of this thread's last call (what the timing simulator replays)."""
+        return getattr(self._mine, "stream", None)
+
+    @property
+    def last_memory(self):
+        """The GM memory (caller's tensors and workspaces) of this thread's last call."""
+        return getattr(self._mine, "memory", None)
+
+    def _ran(self, last, stream, memory) -> None:
+        mine = self._mine
+        mine.last, mine.stream, mine.memory = last, stream, memory
 
     def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
@@ -165,7 +183,10 @@ class LoweredExecutor:
             if len(self._plans) > PLAN_CACHE_SIZE:
                 self._plans.popitem(last=False)
         else:
-            self._plans.move_to_end(key)
+            try:
+                self._plans.move_to_end(key)
+            except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
+                pass
         slabs, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
         slabs = plan.layout.refill(slabs) if slabs is not None else plan.layout.allocate()
         work = list(tensors) + slabs
@@ -173,9 +194,7 @@ class LoweredExecutor:
         if plan.layout.nbytes <= REUSE_WORKSPACE_BYTES:  # fresh pages cost more than a zero fill
             plan.spare = slabs
         memory = Memory(plan.layout, work)
-        self.last = (plan.done, plan.info)
-        self.last_stream = plan.stream
-        self.last_memory = memory
+        self._ran((plan.done, plan.info), plan.stream, memory)
         if plan.returns is None:
             return None
         return [self._result(v, tensors, memory, plan.final_env) for v in plan.returns]
@@ -269,9 +288,8 @@ class LoweredExecutor:
         for d, dt in enumerate(stitcher.done):
             for k, t in enumerate(dt.tasks):
                 where[t.id] = (d, k)
-        self.last = (stitcher.done, RunInfo(all_steps, _order(all_steps, where), variant_counts))
-        self.last_stream = stitcher.stream
-        self.last_memory = memory
+        self._ran((stitcher.done, RunInfo(all_steps, _order(all_steps, where), variant_counts)), stitcher.stream,
+                  memory)
         if returns is None:
             return None
         return [self._result(v, tensors, memory, env) for v in returns]

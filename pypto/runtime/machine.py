@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from .. import scopes as _scopes
+
 
 def _vector_table():
     # op kind -> (latency L in cycles, parallelism P in elements per cycle for 4-byte types)
@@ -134,9 +136,14 @@ def machine_model(machine) -> MachineModel:
 
 
 def set_machine(machine) -> None:
-    """Choose the machine model compiles (buffer capacities) and timing simulations use."""
-    _current["machine"] = machine_model(machine)
+    """Choose the machine model compiles (buffer capacities) and timing simulations use: for the
+    process, or, inside ``with pypto.options(...)``, for that block of this thread / task only."""
+    model = machine_model(machine)
+    if not _scopes.set_extra("machine", model):
+        _current["machine"] = model
 
 
 def current_machine() -> MachineModel:
-    return _current["machine"]
+    """The machine model of this thread / task (its scopes), else the process-wide one."""
+    extras = _scopes.stack().extras
+    return extras.get("machine", _current["machine"]) if extras else _current["machine"]

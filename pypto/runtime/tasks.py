@@ -128,7 +128,7 @@ class TaskBuilder:
                          narrow(npred))
 
     def _call(self, seq, env, call, load):
-        extents, points, offsets, valid, tiles = evaluate_call(call, env, load)
+        extents, points, offsets, valid, tiles = evaluate_call(call, env, load, self.lowered)
         m = points.shape[0]
         if m == 0:
             return
