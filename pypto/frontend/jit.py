@@ -41,6 +41,7 @@ from .host_tensor import HostTensor
 from .control import global_tiles
 from ..runtime.machine import current_machine
 from .signature import Signature
+from .outputs import check_outputs
 from .strided import check_written, dense_numpy, write_back
 from .trace import trace
 
@@ -227,7 +228,10 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         binder = entry.__dict__.get("_binder")
         if binder is None:
             key = entry.compiled.key
-            binder = entry.__dict__["_binder"] = make_binder(self._sig, key[0], dict(entry.compiled.program.constants))
+            written = entry.compiled.lowered.written_params
+            binder = entry.__dict__["_binder"] = make_binder(
+                self._sig, key[0], dict(entry.compiled.program.constants),
+                frozenset(i for i, p in enumerate(entry.compiled.program.params) if p.value.id in written))
         g = self.fn.__globals__
         self._fast = (binder, entry, _options.state_version(), global_tiles(), current_machine(),
                       tuple(_freeze(g.get(n)) for n in self._guard_names), _closure_key(self.fn),
@@ -310,8 +314,10 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             entry = self._compile(key, sig, tensors, dtypes, consts, opts)
             if count:
                 self._misses += 1
-        if strided is not None:  # before a hit is counted: a refused call is not a hit
+        # before a hit is counted: a refused call is not a hit
+        if strided is not None:
             check_written(strided, entry.compiled, sig.tensors, self.loc)
+        check_outputs(entry.compiled, sig.tensors, tensors, dict(strided or ()), self.loc)
         if count and reason is None:
             entry.hits += 1
             self._hits += 1
@@ -495,12 +501,14 @@ def _bind_tensors(sig: Signature, raw: list, loc):
     tensors, dtypes, key, env, where = [], [], [], {}, {}
     strided = None  # [(index, caller's tensor)] of arguments replaced by dense copies (strided.py)
     for n, (spec, t) in enumerate(zip(sig.tensors, raw), 1):
+        original = t
         if not isinstance(t, _torch.Tensor):
             if type(t).__module__ == "numpy" and hasattr(t, "__array_interface__"):
-                original = t
-                t, copied = dense_numpy(t)
-                if copied:
+                t, copied = dense_numpy(t, spec.param, loc)
+                if copied or not original.flags.writeable or not t.is_contiguous():
+                    # the caller's array: written back after the run, or refused (outputs.py)
                     strided = (strided or []) + [(n - 1, original)]
+                    t = t.contiguous()
             elif isinstance(t, HostTensor) and t.data is not None:  # pypto.from_torch(x): x itself
                 t = t.data
             else:
