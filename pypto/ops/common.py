@@ -127,8 +127,12 @@ def scalar_arg(x, op: str, param: str, like: DType):
                              expected=f"an int for a {like.name} tensor", got=repr(x), param=param,
                              loc=loc())
         return x
-    raise DTypeError(f"pypto.{op}: '{param}' must be a tensor or a scalar", expected="Tensor, int, float or Element",
-                     got=f"{type(x).__name__}", param=param, loc=loc())
+    kind = type(x)
+    got = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    raise DTypeError(f"pypto.{op}: '{param}' must be a tensor or a scalar",
+                     expected="a pypto Tensor, int, float or Element", got=got, param=param, loc=loc(),
+                     hint="a torch tensor cannot enter a kernel's computation: pass it as a kernel "
+                          "argument" if kind.__module__ == "torch" else None)
 
 
 def valid_of(*values):
