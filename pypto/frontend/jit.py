@@ -198,6 +198,10 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         compiled = entry.compiled
         t1 = time.perf_counter()
         opts = self._opts[1]
+        if bound is None and compile_only(opts):  # compiled up to its stage: nothing runs
+            self.last_run = RunRecord(hit, 0.0 if hit else compiled.compile_seconds, 0.0, entry.key, compiled)
+            self.call_log.append(CallLogEntry(hit, entry.key, reason, time.perf_counter() - t0))
+            return None
         if opts.get("verify", "enable_pass_verify"):
             results, report = verify(compiled, tensors, env, opts,
                                      lambda: compiled.executor.run(tensors, env, opts))
@@ -315,9 +319,10 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             if count:
                 self._misses += 1
         # before a hit is counted: a refused call is not a hit
-        if strided is not None:
-            check_written(strided, entry.compiled, sig.tensors, self.loc)
-        check_outputs(entry.compiled, sig.tensors, tensors, dict(strided or ()), self.loc)
+        if not compile_only(opts):
+            if strided is not None:
+                check_written(strided, entry.compiled, sig.tensors, self.loc)
+            check_outputs(entry.compiled, sig.tensors, tensors, dict(strided or ()), self.loc)
         if count and reason is None:
             entry.hits += 1
             self._hits += 1
@@ -346,9 +351,10 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         lowered, stages = lower(program, opts)
         compiled = CompiledKernel(self.fn.__name__, key, key_text, program, [snapshot] + stages, opts,
                                   0.0, returns=returns)
-        compiled.source = lowered.sources
-        compiled.lowered = lowered
-        compiled.executor = LoweredExecutor(lowered, opts)
+        if lowered is not None:  # None: host_options compile_stage stopped before code generation
+            compiled.source = lowered.sources
+            compiled.lowered = lowered
+            compiled.executor = LoweredExecutor(lowered, opts)
         compiled.compile_seconds = time.perf_counter() - t0
         monitor_compile(compiled.compile_seconds, opts)
         compiled.dump_dir = dump_compiled(compiled, opts)  # debug_options: compile_debug_mode, dump_pass_graph
@@ -432,6 +438,11 @@ def _def_line(code) -> int:
         if text.startswith(("def ", "async def ")):
             return line
     return first
+
+
+def compile_only(opts) -> bool:
+    """``host_options["compile_stage"]`` is not ALL_COMPLETE: compile up to that stage, run nothing."""
+    return opts.get("host", "compile_stage") != _options.CompStage.ALL_COMPLETE
 
 
 def _simulator(compiled, opts):
