@@ -55,12 +55,27 @@ def dims_equal(a, b) -> bool:
     Unnamed DYNAMIC dims of different tensors are different symbols (``k.shape[1]`` and
     ``v.shape[1]``) that may well agree at run time (upstream compares them as -1 == -1), so only
     a constant non-zero difference (``n`` vs ``n + 1``) is a compile-time mismatch.
+
+    A runtime size against a static one (a DYNAMIC dim against a STATIC or fixed one) may agree
+    too, unless the runtime size provably exceeds it (``n + 8`` against 4).
     """
     a, b = E.simplify_dim(a), E.simplify_dim(b)
     if isinstance(a, E.Expr) and isinstance(b, E.Expr) and a != b:
         diff = E.simplify_dim(E.sub(a, b))
         return not isinstance(diff, int) or diff == 0
+    if isinstance(a, E.Expr) != isinstance(b, E.Expr):
+        expr, size = (a, b) if isinstance(a, E.Expr) else (b, a)
+        return size >= lower_bound(expr)
     return a == b
+
+
+def lower_bound(e) -> int:
+    """A bound the runtime size ``e`` never goes below: the constant of a sum of non-negative
+    terms with non-negative coefficients, else 0 (sizes are never negative)."""
+    terms, c = E.linear_form(e)
+    if all(k >= 0 and E.is_nonneg(t) for t, k in terms.items()):
+        return max(c, 0)
+    return 0
 
 
 def broadcast_shapes(op: str, shapes, params) -> tuple:
