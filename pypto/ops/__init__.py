@@ -72,3 +72,18 @@ def _wrap_public_ops(namespace: dict, names, where: str = "pypto") -> None:
 
 
 _wrap_public_ops(globals(), __all__)
+
+
+def _wrap_tensor_methods() -> None:
+    """The ops' method spellings (``x.view(...)``, ``x.sum(...)``) report bad calls the same way."""
+    import inspect
+
+    from ..frontend.tensor import Tensor
+    from .arguments import public_op
+
+    for name, fn in list(vars(Tensor).items()):
+        if not name.startswith("_") and inspect.isfunction(fn) and not hasattr(fn, "__pypto_op__"):
+            setattr(Tensor, name, public_op(fn, "Tensor"))
+
+
+_wrap_tensor_methods()

@@ -88,3 +88,13 @@ def test_every_public_op_is_wrapped():
 def test_a_type_error_raised_inside_an_op_is_not_rewritten():
     # an argument that binds but has the wrong type keeps the op's own (pypto) error
     _raises(pypto.PyptoError, lambda x, y: pypto.matmul(x, "y"), "matmul")
+
+
+def test_tensor_method_with_arguments_that_do_not_bind():
+    err = _raises(pypto.ArgumentTypeError, lambda x, y: x.view([8, 16]), "Tensor.view was called with arguments")
+    assert "offsets" in str(err)
+    _raises(pypto.ArgumentTypeError, lambda x, y: x.sum(0, keepdims=True), "unknown keyword argument 'keepdims'")
+
+
+def test_tensor_methods_still_compute():
+    check_op(lambda x: x.exp().sum(1, keepdim=True), [rand((16, 16))], lambda x: x.exp().sum(1, keepdim=True))
