@@ -360,7 +360,9 @@ _TABLE: tuple[OptionSpec, ...] = (
     _o("codegen", "enable_pmu_trace", "bool", False, "Instrument generated code with PMU counters."),
     _o("codegen", "vf_options", "str", "", "Extra options for the vector-function compiler."),
     _o("host", "compile_stage", "int", CompStage.ALL_COMPLETE,
-       "Stop after this stage; anything but ALL_COMPLETE does not run the kernel.", (0, 5), enum=CompStage),
+       "Stop after this stage; anything but ALL_COMPLETE does not run the kernel: the call compiles "
+       "(kernel.inspect shows the passes up to the stage), writes no output and returns None.", (0, 5),
+       enum=CompStage),
     _o("host", "compile_monitor_enable", "int", 1, "Compile watchdog: 0 off, 1 on, 2 with per-pass "
        "detail (True/False of older releases mean 1/0).", (0, 2), legacy_bool=True),
     _o("host", "compile_timeout", "int", 600, "Time limit of a whole compilation, seconds.", (0, _I32)),

@@ -40,7 +40,7 @@ def listing(leaf, variant: str = "") -> str:
             return names.get(a.local_key, f"%{a.value.name}")
         outs = [operand("out", k, a) for k, a in enumerate(op.outputs)]
         ins = [operand("in", k, a) for k, a in enumerate(op.inputs)]
-        attrs = ", ".join(f"{k}={E.render_attr(v)}" for k, v in op.attrs.items() if k not in ("bcast", "k_check"))
+        attrs = ", ".join(f"{k}={E.render_attr(v)}" for k, v in op.attrs.items() if k not in ("bcast", "k_check", "bias_check"))
         line = f"{mnemonic(op.kind):<10} {', '.join(outs + ins)}"
         if op.kind == "matmul":
             body.append(f"for k in [0, K) step {op.attrs.get('k_tile', 64)}:  // stream K through L1 -> L0A/L0B")

@@ -44,6 +44,7 @@ from ..runtime.machine import _current as _process_machine, current_machine
 from .. import scopes as _scopes
 from .signature import Signature
 from .version_cache import DEFAULT_MAXSIZE, VersionCache, check_maxsize
+from .outputs import check_outputs
 from .strided import check_written, dense_numpy, write_back
 from .trace import trace
 
@@ -202,6 +203,13 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         compiled = entry.compiled
         t1 = time.perf_counter()
         opts = record[1]
+        if bound is None and compile_only(opts):  # compiled up to its stage: nothing runs
+            if hit:
+                entry.hits += 1
+                self._hits += 1
+            self.last_run = RunRecord(hit, 0.0 if hit else compiled.compile_seconds, 0.0, entry.key, compiled)
+            self.call_log.append(CallLogEntry(hit, entry.key, reason, time.perf_counter() - t0))
+            return None, record[3]
         try:
             if opts.get("verify", "enable_pass_verify"):
                 results, report = verify(compiled, tensors, env, opts,
@@ -245,7 +253,10 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         binder = entry.__dict__.get("_binder")
         if binder is None:
             key = entry.compiled.key
-            binder = entry.__dict__["_binder"] = make_binder(self._sig, key[0], dict(entry.compiled.program.constants))
+            written = entry.compiled.lowered.written_params
+            binder = entry.__dict__["_binder"] = make_binder(
+                self._sig, key[0], dict(entry.compiled.program.constants),
+                frozenset(i for i, p in enumerate(entry.compiled.program.params) if p.value.id in written))
         g = self.fn.__globals__
         # the version of the options this call resolved (not re-read: another thread may have
         # changed the global settings since, and then the next call must look up again); the
@@ -341,8 +352,10 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
                 reason = why
                 if count:
                     self._misses += 1
-        if strided is not None:  # a refused call is not a hit
-            check_written(strided, entry.compiled, sig.tensors, self.loc)
+        if not compile_only(opts):  # a refused call is not a hit
+            if strided is not None:
+                check_written(strided, entry.compiled, sig.tensors, self.loc)
+            check_outputs(entry.compiled, sig.tensors, tensors, dict(strided or ()), self.loc)
         return entry, tensors, env, reason is None, reason, strided
 
     def _at_call_site(self, error: PyptoError) -> PyptoError:
@@ -380,9 +393,10 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         lowered, stages = lower(program, opts)
         compiled = CompiledKernel(self.fn.__name__, key, key_text, program, [snapshot] + stages, opts,
                                   0.0, returns=returns)
-        compiled.source = lowered.sources
-        compiled.lowered = lowered
-        compiled.executor = LoweredExecutor(lowered, opts)
+        if lowered is not None:  # None: host_options compile_stage stopped before code generation
+            compiled.source = lowered.sources
+            compiled.lowered = lowered
+            compiled.executor = LoweredExecutor(lowered, opts)
         compiled.compile_seconds = time.perf_counter() - t0
         monitor_compile(compiled.compile_seconds, opts)
         compiled.dump_dir = dump_compiled(compiled, opts)  # debug_options: compile_debug_mode, dump_pass_graph
@@ -501,6 +515,11 @@ def _def_line(code) -> int:
     return first
 
 
+def compile_only(opts) -> bool:
+    """``host_options["compile_stage"]`` is not ALL_COMPLETE: compile up to that stage, run nothing."""
+    return opts.get("host", "compile_stage") != _options.CompStage.ALL_COMPLETE
+
+
 def _simulator(compiled, opts):
     """A closure that simulates the timing of the call just made (run only when asked for)."""
     executor = compiled.executor
@@ -568,12 +587,14 @@ def _bind_tensors(sig: Signature, raw: list, loc):
     tensors, dtypes, key, env, where = [], [], [], {}, {}
     strided = None  # [(index, caller's tensor)] of arguments replaced by dense copies (strided.py)
     for n, (spec, t) in enumerate(zip(sig.tensors, raw), 1):
+        original = t
         if not isinstance(t, _torch.Tensor):
             if type(t).__module__ == "numpy" and hasattr(t, "__array_interface__"):
-                original = t
-                t, copied = dense_numpy(t)
-                if copied:
+                t, copied = dense_numpy(t, spec.param, loc)
+                if copied or not original.flags.writeable or not t.is_contiguous():
+                    # the caller's array: written back after the run, or refused (outputs.py)
                     strided = (strided or []) + [(n - 1, original)]
+                    t = t.contiguous()
             elif isinstance(t, HostTensor) and t.data is not None:  # pypto.from_torch(x): x itself
                 t = t.data
             else:

@@ -5,7 +5,7 @@ the same constants, with no global setting changed since) needs no signature wal
 and no dictionary lookup: the generated binder checks exactly what the key would contain, in
 straight-line code, and returns the tensors and the dynamic sizes. Anything it does not accept
 (another dtype, a non-contiguous or non-CPU tensor, keywords, a new size of a STATIC dim, a
-mismatch of two dims that share a symbol) returns None, and the call takes the full path, which
+mismatch of two dims that share a symbol, an output that requires grad) returns None, and the call takes the full path, which
 validates and reports errors.
 """
 
@@ -14,10 +14,11 @@ from __future__ import annotations
 from .._lazy import torch
 
 
-def make_binder(sig, tensor_key, consts: dict):
+def make_binder(sig, tensor_key, consts: dict, written: frozenset = frozenset()):
     """A function ``bind(args) -> (tensors, env) | None`` for the version keyed ``tensor_key``
     (one ``(dtype, rank, dims)`` per tensor parameter, ``-1`` for a dynamic dim) called with the
-    constants ``consts``."""
+    constants ``consts``. For the parameters at the indices ``written`` it also declines a tensor
+    that requires grad or is an inference tensor: the full path decides (frontend/outputs.py)."""
     nt = len(sig.tensors)
     lines = ["def bind(args):"]
     glob = {"Tensor": torch.Tensor}
@@ -41,6 +42,8 @@ def make_binder(sig, tensor_key, consts: dict):
         glob[f"D{i}"] = dt.torch()
         lines.append(f"    if {t}.__class__ is not Tensor or {t}.dtype is not D{i} or not {t}.is_cpu "
                      f"or not {t}.is_contiguous(): return None")
+        if i in written:
+            lines.append(f"    if {t}.requires_grad or {t}.is_inference(): return None")
         lines.append(f"    s{i} = {t}.shape")
         checks = [f"len(s{i}) != {rank}"]
         for d, size in enumerate(dims):

@@ -11,25 +11,53 @@ Contiguous arguments never reach this module: the call path only tests ``is_cont
 
 from __future__ import annotations
 
-from ..errors import ArgumentValueError
+import warnings
+
+from ..errors import ArgumentTypeError, ArgumentValueError
 from .._lazy import LazyModule
 
 _torch = LazyModule("torch")
 _np = LazyModule("numpy")
 
 
-def dense_numpy(array):
-    """A torch tensor over ``array``; one with negative strides (``a[::-1]``), which torch cannot
-    view, becomes a copy. Returns (tensor, copied?)."""
+def dense_numpy(array, param: str, loc):
+    """A torch tensor over ``array``. One torch cannot view (negative strides as in ``a[::-1]``,
+    a non-native byte order) becomes a native, dense copy. Returns (tensor, copied?)."""
+    if not isinstance(array, _np.ndarray):  # np.float32(1.0): a scalar has no memory to write
+        raise ArgumentTypeError(f"tensor argument '{param}' is a numpy scalar ({type(array).__name__})",
+                                expected="a CPU torch.Tensor or numpy array",
+                                got=f"{type(array).__name__} {array!r}", param=param, loc=loc,
+                                hint=f"pass np.asarray({param}) for a rank-0 array, or a torch tensor")
     try:
-        return _torch.from_numpy(array), False
+        if array.flags.writeable:
+            return _torch.from_numpy(array), False
+        with warnings.catch_warnings():  # read-only: refused later if the kernel writes it (outputs.py)
+            warnings.simplefilter("ignore", UserWarning)
+            return _torch.from_numpy(array), False
     except ValueError:
-        return _torch.from_numpy(_np.ascontiguousarray(array)), True
+        pass
+    except TypeError as e:
+        raise _unsupported(array, param, loc, e) from None
+    copy = _np.ascontiguousarray(array)
+    if not copy.dtype.isnative:
+        copy = copy.astype(copy.dtype.newbyteorder("="))
+    try:
+        return _torch.from_numpy(copy), True
+    except (TypeError, ValueError) as e:
+        raise _unsupported(array, param, loc, e) from None
+
+
+def _unsupported(array, param, loc, cause) -> ArgumentTypeError:
+    return ArgumentTypeError(f"tensor argument '{param}' is a numpy array torch cannot hold",
+                             expected="a numpy array of a bool, int or float dtype",
+                             got=f"dtype {array.dtype} ({cause})", param=param, loc=loc)
 
 
 def expanded_dim(t) -> int | None:
-    """The first dim in which ``t`` repeats one element (stride 0, size > 1), else None."""
-    for d, (size, stride) in enumerate(zip(t.shape, t.stride())):
+    """The first dim in which ``t`` (a tensor or numpy array) repeats one element (stride 0,
+    size > 1), else None."""
+    strides = _strides(t)
+    for d, (size, stride) in enumerate(zip(t.shape, strides)):
         if stride == 0 and size > 1:
             return d
     return None
@@ -40,7 +68,7 @@ def check_written(strided: list, compiled, specs, loc) -> None:
     written = compiled.lowered.written_params
     params = compiled.program.params
     for i, original in strided:
-        if params[i].value.id not in written or not isinstance(original, _torch.Tensor):
+        if params[i].value.id not in written:
             continue
         d = expanded_dim(original)
         if d is not None:
@@ -49,8 +77,13 @@ def check_written(strided: list, compiled, specs, loc) -> None:
                 f"tensor argument '{name}' is written by the kernel but is an expanded view",
                 expected=f"an output whose elements have their own memory (pass {name}.contiguous() or "
                          f"a new tensor)",
-                got=f"shape {list(original.shape)} with strides {list(original.stride())} (dim {d} repeats "
+                got=f"shape {list(original.shape)} with strides {list(_strides(original))} (dim {d} repeats "
                     f"one element)", param=name, loc=loc)
+
+
+def _strides(t) -> tuple:
+    """Strides in elements, of a tensor or a numpy array."""
+    return tuple(t.stride()) if isinstance(t, _torch.Tensor) else tuple(s // t.itemsize for s in t.strides)
 
 
 def write_back(strided: list, compiled, tensors: list) -> None:
@@ -62,5 +95,5 @@ def write_back(strided: list, compiled, tensors: list) -> None:
             continue
         if isinstance(original, _torch.Tensor):
             original.copy_(tensors[i])
-        else:  # a numpy array with negative strides
+        else:  # a numpy array torch could not view, or a strided one
             _np.copyto(original, tensors[i].numpy())

@@ -7,7 +7,10 @@ slicing records views and slice assignment records assembles. Outside a kernel,
 
 from __future__ import annotations
 
-from ..errors import KernelSyntaxError, ShapeError, user_loc
+import os
+import sys
+
+from ..errors import ArgumentTypeError, KernelSyntaxError, ShapeError, SourceLoc, user_loc
 from ..ir import expr as E
 from ..ir.graph import Value
 from .scalar import SymbolicScalar
@@ -18,6 +21,20 @@ def _ops():
     from .. import ops
 
     return ops
+
+
+def _loc_outside_torch():
+    """The innermost frame in neither pypto nor torch: the user's line that called torch."""
+    import torch
+
+    skip = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(skip) and not filename.startswith("<frozen"):
+            return SourceLoc(filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
 
 
 class Tensor:
@@ -106,6 +123,26 @@ class Tensor:
                                 loc=user_loc(2))
 
     __hash__ = object.__hash__
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """A torch function given a kernel tensor: say which pypto op to call instead (torch
+        itself would say "must be Tensor, not Tensor")."""
+        name = getattr(func, "__name__", repr(func))
+        if name.startswith("__"):  # torch_tensor + x: NotImplemented lets Python try x.__radd__
+            return NotImplemented
+        import pypto
+        import torch
+
+        where = "torch" if getattr(torch, name, None) is func else \
+            getattr(func, "__module__", None) or "torch"
+        equivalent = getattr(pypto, name, None)
+        hint = (f"use pypto.{name}(...): kernel tensors are traced, and only pypto ops act on them"
+                if callable(equivalent) else
+                "only pypto ops act on kernel tensors (see the op catalogue in pypto.ops)")
+        raise ArgumentTypeError(f"{where}.{name} was called on a pypto kernel tensor",
+                                expected=f"pypto.{name}" if callable(equivalent) else "a pypto op",
+                                got=f"{where}.{name}", hint=hint, loc=_loc_outside_torch())
 
     # ---- arithmetic ----------------------------------------------------------------------------
     def __add__(self, o): return _ops().add(self, o)

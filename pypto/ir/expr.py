@@ -192,6 +192,10 @@ def binary(op: str, a, b) -> Expr:
                 return x
     if op == "floordiv" and isinstance(b, Const) and b.value == 1:
         return a
+    if op in ("floordiv", "mod"):
+        q = exact_quotient(a, b)
+        if q is not None:  # ``n * 168 // (n * 2)`` is 84: the divisor divides every term
+            return q if op == "floordiv" else Const(0)
     if op == "mod" and isinstance(b, Const) and b.value == 1:
         return Const(0)
     if op in ("eq", "le", "ge") and a == b:
@@ -212,6 +216,50 @@ def binary(op: str, a, b) -> Expr:
                 if is_truth_value(y):
                     return y
     return Bin(op, a, b)
+
+
+def _monomial(e: Expr) -> tuple[int, list]:
+    """``e`` as ``coefficient * product of factors`` (factors that are not constants or products)."""
+    if isinstance(e, Const) and not isinstance(e.value, bool) and isinstance(e.value, int):
+        return e.value, []
+    if isinstance(e, Bin) and e.op == "mul":
+        ka, fa = _monomial(e.a)
+        kb, fb = _monomial(e.b)
+        return ka * kb, fa + fb
+    terms, c = _linear(e)
+    if c == 0 and len(terms) == 1:
+        (t, k), = terms.items()
+        if t is not e:
+            kt, ft = _monomial(t)
+            return k * kt, ft
+    return 1, [e]
+
+
+def exact_quotient(a: Expr, b: Expr) -> Expr | None:
+    """``a / b`` when ``b`` (a product of a constant and factors) divides every term of ``a``
+    exactly (its constant divides the term's, its factors are among the term's), else None."""
+    kb, fb = _monomial(b)
+    if kb == 0 or (not fb and abs(kb) == 1):
+        return None
+    terms, c = _linear(a)
+    if c % kb or (c and fb):
+        return None
+    out: Expr = Const(c // kb)
+    for t, k in terms.items():
+        kt, ft = _monomial(t)
+        kt *= k
+        if kt % kb:
+            return None
+        rest = list(ft)
+        for f in fb:
+            if f not in rest:
+                return None
+            rest.remove(f)
+        piece: Expr = Const(kt // kb)
+        for f in rest:
+            piece = binary("mul", piece, f)
+        out = binary("add", out, piece)
+    return out
 
 
 def is_truth_value(e: Expr) -> bool:

@@ -57,3 +57,33 @@ from .more_indexing import (atomic_add, fillpad, gathermask, index_add__ub, inde
                            index_put_)
 
 __all__ += ["atomic_add", "fillpad", "gathermask", "index_add__ub", "index_add_ub", "index_put_"]  # more_indexing.py
+
+
+def _wrap_public_ops(namespace: dict, names, where: str = "pypto") -> None:
+    """Every public op reports a call that does not fit its signature as a PyptoError (arguments.py)."""
+    import inspect
+
+    from .arguments import public_op
+
+    for name in names:
+        fn = namespace[name]
+        if inspect.isfunction(fn) and not hasattr(fn, "__pypto_op__"):
+            namespace[name] = public_op(fn, where)
+
+
+_wrap_public_ops(globals(), __all__)
+
+
+def _wrap_tensor_methods() -> None:
+    """The ops' method spellings (``x.view(...)``, ``x.sum(...)``) report bad calls the same way."""
+    import inspect
+
+    from ..frontend.tensor import Tensor
+    from .arguments import public_op
+
+    for name, fn in list(vars(Tensor).items()):
+        if not name.startswith("_") and inspect.isfunction(fn) and not hasattr(fn, "__pypto_op__"):
+            setattr(Tensor, name, public_op(fn, "Tensor"))
+
+
+_wrap_tensor_methods()

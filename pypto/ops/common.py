@@ -55,12 +55,27 @@ def dims_equal(a, b) -> bool:
     Unnamed DYNAMIC dims of different tensors are different symbols (``k.shape[1]`` and
     ``v.shape[1]``) that may well agree at run time (upstream compares them as -1 == -1), so only
     a constant non-zero difference (``n`` vs ``n + 1``) is a compile-time mismatch.
+
+    A runtime size against a static one (a DYNAMIC dim against a STATIC or fixed one) may agree
+    too, unless the runtime size provably exceeds it (``n + 8`` against 4).
     """
     a, b = E.simplify_dim(a), E.simplify_dim(b)
     if isinstance(a, E.Expr) and isinstance(b, E.Expr) and a != b:
         diff = E.simplify_dim(E.sub(a, b))
         return not isinstance(diff, int) or diff == 0
+    if isinstance(a, E.Expr) != isinstance(b, E.Expr):
+        expr, size = (a, b) if isinstance(a, E.Expr) else (b, a)
+        return size >= lower_bound(expr)
     return a == b
+
+
+def lower_bound(e) -> int:
+    """A bound the runtime size ``e`` never goes below: the constant of a sum of non-negative
+    terms with non-negative coefficients, else 0 (sizes are never negative)."""
+    terms, c = E.linear_form(e)
+    if all(k >= 0 and E.is_nonneg(t) for t, k in terms.items()):
+        return max(c, 0)
+    return 0
 
 
 def broadcast_shapes(op: str, shapes, params) -> tuple:
@@ -127,8 +142,12 @@ def scalar_arg(x, op: str, param: str, like: DType):
                              expected=f"an int for a {like.name} tensor", got=repr(x), param=param,
                              loc=loc())
         return x
-    raise DTypeError(f"pypto.{op}: '{param}' must be a tensor or a scalar", expected="Tensor, int, float or Element",
-                     got=f"{type(x).__name__}", param=param, loc=loc())
+    kind = type(x)
+    got = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    raise DTypeError(f"pypto.{op}: '{param}' must be a tensor or a scalar",
+                     expected="a pypto Tensor, int, float or Element", got=got, param=param, loc=loc(),
+                     hint="a torch tensor cannot enter a kernel's computation: pass it as a kernel "
+                          "argument" if kind.__module__ == "torch" else None)
 
 
 def valid_of(*values):

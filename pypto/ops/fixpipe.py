@@ -63,6 +63,9 @@ def parse_extend_params(extend_params, in_dt, out_dt, n, batch, ins: list, attrs
                              got=bias.dtype.name, param="extend_params['bias_tensor']", loc=loc())
         attrs["bias"] = len(ins)
         ins.append(bias)
+        bias_n = bias._value.shape[-1]
+        if (isinstance(bias_n, E.Expr) or isinstance(n, E.Expr)) and bias_n != n:
+            attrs["bias_check"] = (bias_n, n)  # a runtime size the trace could not prove equal to N
     scale = params.get("scale", 0.0)
     if not isinstance(scale, (int, float)) or isinstance(scale, bool):
         raise DTypeError("pypto.matmul: extend_params['scale'] must be a number", got=repr(scale),

@@ -49,8 +49,9 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
     vm = a.valid_shape[-1] if a_trans else a.valid_shape[-2]
     vn = b.valid_shape[-2] if b_trans else b.valid_shape[-1]
     ins, attrs = [input, mat2], {"a_trans": bool(a_trans), "b_trans": bool(b_trans)}
-    if isinstance(ka, E.Expr) and isinstance(kb, E.Expr) and ka != kb:
-        attrs["k_check"] = (ka, kb)  # different symbols (e.g. two DYNAMIC dims): must agree at run time
+    if (isinstance(ka, E.Expr) or isinstance(kb, E.Expr)) and ka != kb:
+        # different symbols (two DYNAMIC dims, or a DYNAMIC and a static one): must agree at run time
+        attrs["k_check"] = (ka, kb)
     parse_extend_params(extend_params, dt, out_dt, n, batch, ins, attrs)
     if dt in (DT_FP16, DT_BF16) and out_dt is dt and not ({"bias", "scale", "scale_tensor", "relu", "to_int8"}
                                                           & attrs.keys()):
@@ -86,12 +87,23 @@ def check_k(attrs, ev):
                                           f"{E.render(attrs['k_check'][1])})", got=f"{ka} and {kb}")
 
 
+def check_bias(attrs, ev):
+    """A bias whose N the trace could not prove equal to the result's N must agree at run time."""
+    bn, n = ev(attrs["bias_check"])
+    if bn != n:
+        raise KernelRuntimeError("pypto.matmul: extend_params['bias_tensor'] has another N at run time",
+                                 expected=f"bias N == N of mat2 ({E.render(attrs['bias_check'][0])} == "
+                                          f"{E.render(attrs['bias_check'][1])})", got=f"{bn} and {n}")
+
+
 @register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8))
 def _matmul(ins, attrs, ev):
     """Matrix product with fp32 (int32) accumulation over the valid K extent."""
     a, b = ins[0], ins[1]
     if "k_check" in attrs:
         check_k(attrs, ev)
+    if "bias_check" in attrs:
+        check_bias(attrs, ev)
     if attrs["a_trans"]:
         a = a.transpose(-1, -2)
     if attrs["b_trans"]:

@@ -30,6 +30,17 @@ def _bytes(a, op, k_index=None) -> int | None:
     return max(32, math.ceil(math.prod(shape) * a.value.dtype.itemsize / 32) * 32)
 
 
+def _overflow_hint(a, user) -> str:
+    """What to change. A reduction split along its dim keeps one partial per tile, combined in
+    groups that fit (passes/expand.py): its buffers shrink with the tile along the other dims only,
+    so a smaller tile along the reduced dim, which makes more partials, would not help."""
+    if a.value.name.endswith("_partial"):
+        d = user.attrs.get("dim")
+        return (f"{user.kind} is split over tiles along dim {d} and keeps a partial result of one tile's size "
+                f"in the other dims: use a smaller tile along the dims other than {d}")
+    return "use smaller tile shapes (set_vec_tile_shapes / set_cube_tile_shapes)"
+
+
 def allocate(leaf, machine):
     """The leaf with its buffers laid out; raises BufferOverflowError when one level overflows."""
     first, last, size, where = {}, {}, {}, {}
@@ -67,7 +78,7 @@ def allocate(leaf, machine):
                 expected=f"at most {cap} bytes of {mem} ({machine.name})",
                 got=f"{size[key]} bytes for {a.value.dtype.short}{E.render_dims(a.shape)} with {used} bytes "
                     f"already live", param="vec_tile_shapes",
-                hint="use smaller tile shapes (set_vec_tile_shapes / set_cube_tile_shapes)", loc=op.loc)
+                hint=_overflow_hint(a, user), loc=op.loc)
         buf = Buffer(f"{mem.lower()}{len(buffers)}", mem, offset, size[key], i, last[key])
         buffers.append(buf)
         live[mem].append(buf)

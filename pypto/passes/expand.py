@@ -62,9 +62,8 @@ def leading_tile(vec, shape):
     return tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(vec, shape))
 
 
-def default_tile(shape) -> tuple:
-    """A tile of at most DEFAULT_TILE_ELEMENTS: the whole last dim when it fits, then leading dims."""
-    budget = DEFAULT_TILE_ELEMENTS
+def default_tile(shape, budget: int = DEFAULT_TILE_ELEMENTS) -> tuple:
+    """A tile of at most ``budget`` elements: the whole last dim when it fits, then leading dims."""
     tile = [1] * len(shape)
     for d in range(len(shape) - 1, -1, -1):
         s = shape[d]
@@ -73,6 +72,17 @@ def default_tile(shape) -> tuple:
         tile[d] = t
         budget = max(1, budget // t)
     return tuple(tile)
+
+
+def default_budget(op) -> int:
+    """Elements per default tile of ``op``: DEFAULT_TILE_ELEMENTS, fewer when the tiles of all its
+    operands and results at that size would not fit UB together (``where(c, a, b)`` in fp32 has
+    four), so that a default never makes a valid op overflow."""
+    from ..runtime.machine import current_machine
+
+    operands = (*getattr(op, "inputs", ()), *getattr(op, "outputs", ()))  # a _FakeOp has none
+    per_element = sum(v.dtype.itemsize for v in operands if isinstance(v, Value))
+    return max(1, min(DEFAULT_TILE_ELEMENTS, current_machine().capacity("UB") // max(1, per_element)))
 
 
 def fit_tile(tile, itemsize: int, budget: int = FRAMEWORK_TILE_BYTES) -> tuple:
@@ -118,7 +128,9 @@ class Expander:
         tile = leading_tile(op.tiles.vec, shape)
         if tile is not None:
             return tile
-        return tuple(min(t, s) if isinstance(s, int) and s > 0 else t for t, s in zip(default_tile(shape), shape))
+        budget = default_budget(op)
+        return tuple(min(t, s) if isinstance(s, int) and s > 0 else t
+                     for t, s in zip(default_tile(shape, budget), shape))
 
     @staticmethod
     def grid_of(shape, tile) -> tuple:
@@ -222,11 +234,36 @@ class Expander:
         pacc = Access(part, None, tuple(ptile), (0,) * R, tuple(self.access(x, tile, range(R), grid).axis),
                       pvalid)
         self.emit(kind, [inp], [pacc], grid, {"dim": d, "keepdim": True}, op)
+        part, pvalid = self.combine_groups(op, kind, part, pvalid, pacc.axis, tile, grid, d)
         cgrid = tuple(1 if a == d else g for a, g in enumerate(grid))
-        cin = Access(part, None, tuple(grid[a] if a == d else tile[a] for a in range(R)), (0,) * R,
+        cin = Access(part, None, tuple(part.shape[a] if a == d else tile[a] for a in range(R)), (0,) * R,
                      tuple(None if a == d else pacc.axis[a] for a in range(R)), pvalid)
         cout = self.access(out, out_tile, [None if a == d else a for a in out_axes], cgrid)
         self.emit(kind, [cin], [cout], cgrid, {"dim": d, "keepdim": keep, "combine": True}, op)
+
+    def combine_groups(self, op, kind, part, pvalid, axes, tile, grid, d):
+        """The partials of a split reduction, combined in groups (each group's tile fitting
+        FRAMEWORK_TILE_BYTES) into fewer partials until the final combine's tile fits too: one
+        tile holding every partial of a long dim would not fit UB. Returns (partials, valid)."""
+        row = part.dtype.itemsize
+        for a, t in enumerate(tile):
+            if a != d:
+                if not isinstance(t, int):
+                    return part, pvalid
+                row *= t
+        group = max(2, FRAMEWORK_TILE_BYTES // row)
+        R = len(tile)
+        while isinstance(part.shape[d], int) and part.shape[d] > group:
+            n = -(-part.shape[d] // group)
+            valid = tuple(E.simplify_dim(E.ceildiv(pvalid[a], group)) if a == d else pvalid[a] for a in range(R))
+            merged = self.new_value(part.dtype, tuple(n if a == d else s for a, s in enumerate(part.shape)), valid,
+                                    f"{op.outputs[0].name}_partial")
+            ggrid = tuple(n if a == d else g for a, g in enumerate(grid))
+            gin = Access(part, None, tuple(group if a == d else tile[a] for a in range(R)), (0,) * R, axes, pvalid)
+            gout = Access(merged, None, tuple(1 if a == d else tile[a] for a in range(R)), (0,) * R, axes, valid)
+            self.emit(kind, [gin], [gout], ggrid, {"dim": d, "keepdim": True, "combine": True}, op)
+            part, pvalid = merged, valid
+        return part, pvalid
 
     def softmax(self, op):
         x, out = op.inputs[0], op.outputs[0]

@@ -112,8 +112,14 @@ def _exec_text(roots) -> str:
     return "\n".join(out)
 
 
+# host_options["compile_stage"] -> the last pass that runs (upstream's stop points: the final
+# tensor graph, the final tile graph, the execute graph, then code generation)
+STOP_AFTER = {1: "autocast", 2: "assign_memory", 3: "execute_graph"}
+
+
 def lower(program, options, machine=None, fuse: bool = True):
-    """(Lowered, [PassSnapshot ...]) for a traced program."""
+    """(Lowered, [PassSnapshot ...]) for a traced program; (None, snapshots so far) when
+    ``host_options["compile_stage"]`` stops the compile before code generation."""
     machine = machine or current_machine()
     ids = itertools.count(max([p.value.id for p in program.params] +
                               [v.id for op in iter_ops(program.body) for v in op.outputs] + [0]) + 1)
@@ -136,6 +142,9 @@ def lower(program, options, machine=None, fuse: bool = True):
     program = _autocast.autocast(program, new_id, lambda dt, s, v, n: new_value(dt, s, v, n))
     verify_tensor_graph(program, "autocast")
     snap("autocast", "tensor", t0, program, format_program, tensor_dot)
+    stop = STOP_AFTER.get(int(options.get("host", "compile_stage")))
+    if stop == "autocast":
+        return None, snaps
 
     control, segments = split_segments(program)
     views = {op.outputs[0].id: op for op in iter_ops(program.body) if op.kind == "view"}
@@ -153,6 +162,8 @@ def lower(program, options, machine=None, fuse: bool = True):
             assigned = [assign_memory(ops, escaping, new_id, fuse=fuse and attempt) for ops in tile_ops]
             verify_tile_ops([a[0] for a in assigned], "assign_memory", memory_assigned=True)
             snap("assign_memory", "tile", t0, [a[0] for a in assigned], _tile_text, tile_dot)
+            if stop == "assign_memory":
+                return None, snaps
             t0 = time.perf_counter()
             subgraphs = [partition(ops, groups) for ops, groups in assigned]
             for sgs in subgraphs:
@@ -179,6 +190,8 @@ def lower(program, options, machine=None, fuse: bool = True):
         verify_root(root)
         roots.append(root)
     snap("execute_graph", "execute", t0, roots, _exec_text, execute_dot)
+    if stop == "execute_graph":
+        return None, snaps
 
     t0 = time.perf_counter()
     vso = bool(options.get("runtime", "valid_shape_optimize"))
