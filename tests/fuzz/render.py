@@ -1,0 +1,295 @@
+"""Render a `Program` as one standalone Python script: the pypto kernel, the torch reference, and a
+driver that calls the kernel twice (different runtime sizes) and compares with the reference.
+
+The same text is what the fuzzer runs (imported from a temporary module file, so tracebacks and
+kernel-line errors point into it) and what it saves for a failure: paste it, run it, read
+expected-vs-got.
+"""
+
+from __future__ import annotations
+
+from .program import PYPTO_DTYPE, TORCH_DTYPE, Branch, Program, spec
+
+IND = "    "
+
+
+def render(prog: Program) -> str:
+    """The whole standalone script for ``prog``."""
+    metas = prog.metas()
+    parts = [_header(prog), _kernel(prog, metas), _reference(prog, metas), _driver(prog, metas)]
+    return "\n\n".join(parts) + "\n"
+
+
+def _header(prog: Program) -> str:
+    lines = ['"""A pypto-lab differential fuzzer case (tests/fuzz): run it with python."""',
+             "import torch", "", "import pypto", ""]
+    for a, d in enumerate(prog.dims):
+        if d.kind == "named":
+            lines.append(f'N{a} = pypto.frontend.dynamic("N{a}")')
+    return "\n".join(lines)
+
+
+def _annotation(prog: Program, mask: frozenset, dtype: str) -> str:
+    dims = []
+    for a, d in enumerate(prog.dims):
+        if prog.ellipsis_from is not None and a >= prog.ellipsis_from:
+            dims.append("...")
+            break
+        if a in mask:
+            dims.append("1")
+        else:
+            dims.append({"dyn": "pypto.DYNAMIC", "named": f"N{a}", "static": "pypto.STATIC",
+                         "int": str(d.sizes[0])}[d.kind])
+    return f"pypto.Tensor([{', '.join(dims)}], {PYPTO_DTYPE[dtype]})"
+
+
+def _names(prog: Program):
+    ins = [f"x{i}" for i in range(prog.n_inputs)]
+    outs = [f"out{j}" for j in range(len(prog.outputs))]
+    return ins, outs
+
+
+def _loop_slices(prog: Program, mask: frozenset, kernel: bool) -> list[str]:
+    """Index text per axis of an operand inside the tiling loop."""
+    idx = []
+    for a in range(prog.rank):
+        if a < len(prog.loop_tiles) and a not in mask:
+            t = prog.loop_tiles[a]
+            idx.append(f"b{a} * {t}:(b{a} + 1) * {t}")
+        else:
+            idx.append(":")
+    return idx
+
+
+def _view(prog: Program, name: str, mask: frozenset, kernel: bool) -> str:
+    if prog.explicit_views and kernel:
+        shape, offs, valid = [], [], []
+        for a in range(prog.rank):
+            full = "1" if a in mask else f"{name}.shape[{a}]"
+            if a < len(prog.loop_tiles) and a not in mask:
+                t = prog.loop_tiles[a]
+                shape.append(str(t))
+                offs.append(f"b{a} * {t}")
+                valid.append(f"pypto.min({full} - b{a} * {t}, {t})")
+            else:
+                shape.append(full)
+                offs.append("0")
+                valid.append(full)
+        return (f"pypto.view({name}, [{', '.join(shape)}], [{', '.join(offs)}], "
+                f"valid_shape=[{', '.join(valid)}])")
+    return f"{name}[{', '.join(_loop_slices(prog, mask, kernel))}]"
+
+
+def _step_expr(step, metas, k: int, kernel: bool) -> str:
+    names = [f"t{i}" for i in step.args]
+    if not kernel:  # half operands computed in fp32, as pypto documents
+        names = [f"_up({n})" for n in names]
+    fmt = {c: n for c, n in zip("abcd", names)}
+    p = step.param
+    if step.op == "cast":
+        p = PYPTO_DTYPE[p] if kernel else TORCH_DTYPE[p]
+    if step.op in ("mul_s", "add_s", "rsub_s"):
+        p = repr(p)
+    o = spec(step.op)
+    expr = (o.kernel if kernel else o.torch).format(p=p, **fmt)
+    if not kernel:
+        expr = f"_round({expr}, {TORCH_DTYPE[metas[k][0]]})"
+    return expr
+
+
+def _cond(cond: tuple) -> str:
+    if cond[0] == "iter":
+        return f"b0 < {cond[1]}"
+    if cond[0] == "parity":
+        return "b0 % 2 == 0"
+    return f"x0.shape[0] > {cond[1]}"
+
+
+def _body(prog: Program, metas, kernel: bool, depth: int) -> list[str]:
+    pad = IND * depth
+    ins, outs = _names(prog)
+    loop = bool(prog.loop_tiles)
+    lines = []
+    for i, name in enumerate(ins):
+        src = _view(prog, name, prog.input_masks[i], kernel) if loop else name
+        lines.append(f"{pad}t{i} = {src}")
+    for s, step in enumerate(prog.steps):
+        k = prog.n_inputs + s
+        if step.op == "if":
+            br: Branch = step.param
+            lines.append(f"{pad}if {_cond(br.cond)}:")
+            for side, op in enumerate((br.then_op, br.else_op)):
+                if side:
+                    lines.append(f"{pad}else:")
+                arm = type(step)(op, step.args, _scalar_for(op, metas[step.args[0]][0]))
+                lines.append(f"{pad}{IND}t{k} = {_step_expr(arm, metas, k, kernel)}")
+        else:
+            lines.append(f"{pad}t{k} = {_step_expr(step, metas, k, kernel)}")
+    if loop:
+        for j, v in enumerate(prog.outputs):
+            if prog.explicit_views and kernel:
+                offs = [f"b{a} * {prog.loop_tiles[a]}" if a < len(prog.loop_tiles) else "0"
+                        for a in range(prog.rank)]
+                lines.append(f"{pad}pypto.assemble(t{v}, [{', '.join(offs)}], {outs[j]})")
+            else:
+                idx = _loop_slices(prog, frozenset(), kernel)
+                lines.append(f"{pad}{outs[j]}[{', '.join(idx)}] = t{v}")
+    return lines
+
+
+def _scalar_for(op: str, dtype: str):
+    """The constant of a scalar op used in a branch (fixed: branches carry op names only)."""
+    if op in ("mul_s", "add_s", "rsub_s"):
+        return 2 if dtype == "int32" else 0.75
+    return None
+
+
+def _loop_headers(prog: Program, kernel: bool) -> list[str]:
+    lines = []
+    for a, t in enumerate(prog.loop_tiles):
+        count = (f"pypto.loop(pypto.ceildiv(x0.shape[{a}], {t}))" if kernel
+                 else f"range(-(-x0.shape[{a}] // {t}))")
+        lines.append(f"{IND * (a + 1)}for b{a} in {count}:")
+    return lines
+
+
+def _kernel(prog: Program, metas) -> str:
+    ins, outs = _names(prog)
+    params = [f"{n}: {_annotation(prog, prog.input_masks[i], prog.dtype)}" for i, n in enumerate(ins)]
+    if prog.loop_tiles:
+        params += [f"{n}: {_annotation(prog, metas[v][1], metas[v][0])}"
+                   for n, v in zip(outs, prog.outputs)]
+    lines = ["@pypto.jit", f"def kernel({', '.join(params)}):"]
+    if prog.vec_tile is not None:
+        lines.append(f"{IND}pypto.set_vec_tile_shapes({', '.join(map(str, prog.vec_tile))})")
+    lines += _loop_headers(prog, True)
+    lines += _body(prog, metas, True, len(prog.loop_tiles) + 1)
+    if not prog.loop_tiles:
+        lines.append(f"{IND}return {', '.join(f't{v}' for v in prog.outputs)}")
+    return "\n".join(lines)
+
+
+def _reference(prog: Program, metas) -> str:
+    ins, outs = _names(prog)
+    lines = ["_MAGNITUDE = [1.0]  # the largest finite intermediate: half-precision error scales with it",
+             "", "",
+             "def _up(t):",
+             f"{IND}return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t",
+             "", "",
+             "def _round(t, dtype):",
+             f"{IND}finite = t[torch.isfinite(t)] if t.dtype.is_floating_point else t",
+             f"{IND}if finite.numel():",
+             f"{IND}{IND}_MAGNITUDE[0] = max(_MAGNITUDE[0], float(finite.abs().max()))",
+             f"{IND}return t.to(dtype)",
+             "", "",
+             f"def reference({', '.join(ins)}):",
+             f'{IND}"""The kernel in torch: fp16/bf16 ops computed in fp32, rounded per op."""']
+    if prog.loop_tiles:
+        for n, v in zip(outs, prog.outputs):
+            dtype, mask = metas[v]
+            shape = ", ".join("1" if a in mask else f"x0.shape[{a}]" for a in range(prog.rank))
+            lines.append(f"{IND}{n} = torch.empty(({shape}{',' if prog.rank == 1 else ''}), "
+                         f"dtype={TORCH_DTYPE[dtype]})")
+    lines += _loop_headers(prog, False)
+    lines += _body(prog, metas, False, len(prog.loop_tiles) + 1)
+    if prog.loop_tiles:
+        lines.append(f"{IND}return ({', '.join(outs)},)")
+    else:
+        lines.append(f"{IND}return ({', '.join(f't{v}' for v in prog.outputs)},)")
+    return "\n".join(lines)
+
+
+_DRIVER = '''\
+SIZES = {sizes}
+INPUT_MASKS = {masks}
+OUTPUTS = {outputs}  # (dtype, reduced axes) per output
+DTYPE = {dtype}
+SEED = {seed}
+LOOP = {loop}
+# (rtol, atol) per dtype. pypto keeps a chain of bf16 (and fp16 add/sub/mul) ops in fp32 and
+# rounds once where this reference rounds per op, so atol scales with the largest intermediate.
+TOLERANCE = {{torch.float32: (1e-4, 1e-5), torch.float16: (4e-3, 4e-3), torch.bfloat16: (3e-2, 3e-2)}}
+
+
+def make_inputs(call):
+    g = torch.Generator().manual_seed(SEED + call)
+    ins = []
+    for mask in INPUT_MASKS:
+        shape = [1 if a in mask else s for a, s in enumerate(SIZES[call])]
+        if DTYPE.is_floating_point:
+            ins.append((torch.rand(shape, generator=g) * 4 - 2).to(DTYPE))
+        else:
+            ins.append(torch.randint(-4, 5, shape, generator=g, dtype=torch.int64).to(DTYPE))
+    return ins
+
+
+def make_outputs(call):
+    outs = []
+    for dtype, mask in OUTPUTS:
+        shape = [1 if a in mask else s for a, s in enumerate(SIZES[call])]
+        fill = float("nan") if dtype.is_floating_point else -77777  # unwritten elements differ
+        outs.append(torch.full(shape, fill, dtype=dtype))
+    return outs
+
+
+def run(call):
+    """(got, want) of one call: tuples of tensors."""
+    ins = make_inputs(call)
+    _MAGNITUDE[0] = 1.0
+    want = reference(*[t.clone() for t in ins])
+    if LOOP:
+        outs = make_outputs(call)
+        kernel(*ins, *outs)
+        return tuple(outs), want
+    got = kernel(*ins)
+    return (tuple(got) if isinstance(got, (tuple, list)) else (got,)), want
+
+
+def compare(got, want):
+    """A list of mismatch descriptions (empty when they match)."""
+    bad = []
+    for j, (g, w) in enumerate(zip(got, want)):
+        if not isinstance(g, torch.Tensor) or g.dtype != w.dtype or g.shape != w.shape:
+            bad.append(f"out{{j}}: got {{getattr(g, 'dtype', type(g))}} {{tuple(getattr(g, 'shape', ()))}}, "
+                       f"expected {{w.dtype}} {{tuple(w.shape)}}")
+            continue
+        if not w.dtype.is_floating_point:
+            wrong = g != w
+        else:
+            g64, w64 = g.double(), w.double()
+            big = torch.finfo(w.dtype).max / 16
+            checked = torch.isfinite(w64) & (w64.abs() < big)
+            rtol, atol = TOLERANCE[w.dtype]
+            scale = _MAGNITUDE[0] if w.dtype != torch.float32 else 1.0
+            if bool(checked.any()):
+                scale = max(scale, float(w64[checked].abs().max()))
+            err = (g64 - w64).abs()
+            wrong = checked & ~(err <= atol * scale + rtol * w64.abs())
+        if bool(wrong.any()):
+            where = [tuple(i) for i in wrong.nonzero().tolist()[:3]]
+            pairs = ", ".join(f"{{i}}: got {{g[i].item()!r}} expected {{w[i].item()!r}}" for i in where)
+            bad.append(f"out{{j}}: {{int(wrong.sum())}} of {{w.numel()}} elements differ ({{pairs}})")
+    return bad
+
+
+def main():
+    for call in range(len(SIZES)):
+        got, want = run(call)
+        bad = compare(got, want)
+        print(f"call {{call}} sizes {{SIZES[call]}}:", "; ".join(bad) if bad else "matches torch")
+    info = kernel.cache_info()
+    print(info)
+    assert not bad and info.misses == 1
+
+
+if __name__ == "__main__":
+    main()'''
+
+
+def _driver(prog: Program, metas) -> str:
+    sizes = [[d.sizes[c] for d in prog.dims] for c in (0, 1)]
+    outs = ", ".join(f"({TORCH_DTYPE[metas[v][0]]}, {sorted(metas[v][1])})" for v in prog.outputs)
+    return _DRIVER.format(sizes=sizes, masks=[sorted(m) for m in prog.input_masks],
+                          outputs=f"[{outs}]", dtype=TORCH_DTYPE[prog.dtype], seed=prog.seed,
+                          loop=bool(prog.loop_tiles))
+
