@@ -94,9 +94,9 @@ def steps(draw, dtype: str, rank: int, n_loop: int, masks: tuple, n_steps: int) 
 
 
 @st.composite
-def programs(draw, max_steps: int = 8) -> Program:
-    """A random valid kernel program (see the module docstring)."""
-    dtype = draw(st.sampled_from(DTYPE_ORDER))
+def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) -> Program:
+    """A random valid kernel program over one of ``dtypes`` (see the module docstring)."""
+    dtype = draw(st.sampled_from(dtypes))
     rank = draw(st.integers(0, 4))
     ds = draw(dims(rank))
     n_loop = draw(st.integers(0, min(2, rank)))

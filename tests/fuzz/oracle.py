@@ -27,6 +27,9 @@ from .program import Program
 from .render import render
 
 _COUNTER = itertools.count()
+# refusals of a valid program that are about capacity, not correctness: the program is valid but
+# its tiles do not fit the simulated core (the default profile keeps them rare)
+CAPACITY_ERRORS = ("BufferOverflowError",)
 
 
 @dataclass(frozen=True)
@@ -87,10 +90,10 @@ def run_program(prog: Program, workdir: str | Path | None = None) -> Outcome:
                                "the torch reference raised (a generator bug):\n" + traceback.format_exc(),
                                source)
             try:
-                got, want = module.run(call)
+                got, want, spread = module.run(call)
             except Exception as exc:  # noqa: BLE001
                 return _error(exc, source)
-            bad = module.compare(got, want)
+            bad = module.compare(got, want, spread)
             if bad:
                 return Outcome("fail", "mismatch", f"call {call} sizes {module.SIZES[call]}: " + "; ".join(bad),
                                source)
