@@ -11,8 +11,8 @@ import math
 
 from hypothesis import strategies as st
 
-from .program import (BINARY, CASTS, COMPARE, FLOAT, REDUCE, SCALARS, UNARY, Branch, Dim, Program,
-                      Step, result_meta)
+from .program import (BINARY, CASTS, COMPARE, FLOAT, REDUCE, SCALARS, UNARY, Branch, Dim, Epilogue,
+                      Program, Step, result_meta)
 
 DTYPE_ORDER = ("fp32", "fp16", "bf16", "int32")
 KINDS = ("int", "dyn", "static", "named")
@@ -131,8 +131,9 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) ->
             full = [len(ms) - 1]
         chain.append(Step("add", (len(ms) - 1, full[-1])))
         ms = metas()
-    outputs = [len(ms) - 1]
-    candidates = [i for i in range(n_inputs, len(ms) - 1) if not ms[i][1] & looped]
+    epilogue = draw(epilogues(rank, ds, n_loop, ms)) if draw(st.integers(0, 2)) == 0 else None
+    outputs = [len(ms) if epilogue else len(ms) - 1]
+    candidates = [i for i in range(n_inputs, len(ms) - (0 if epilogue else 1)) if not ms[i][1] & looped]
     if candidates and draw(st.booleans()):
         outputs.append(draw(st.sampled_from(candidates)))
     vec_tile = None
@@ -147,4 +148,46 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) ->
     return Program(dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
                    outputs=tuple(outputs), loop_tiles=loop_tiles, vec_tile=vec_tile,
                    ellipsis_from=ellipsis, explicit_views=bool(n_loop) and draw(st.integers(0, 3)) == 0,
-                   seed=draw(st.integers(0, 2 ** 16)))
+                   seed=draw(st.integers(0, 2 ** 16)), epilogue=epilogue)
+
+
+CUBE_L0 = (16, 32, 64)
+
+
+@st.composite
+def epilogues(draw, rank: int, ds: tuple, n_loop: int, metas: list):
+    """A shape-changing last op over the chain's values, or None when none fits."""
+    looped = frozenset(range(n_loop))
+    free = [i for i, (_, m) in enumerate(metas) if not m & looped]
+    kinds = []
+    if rank >= 2 and n_loop < rank - 1:
+        kinds.append("transpose")
+        # the weight input has the program's dtype
+        mm = [i for i in free if metas[i][0] == metas[0][0] in FLOAT and not metas[i][1]]
+        if mm:
+            kinds += ["matmul", "matmul"]
+    if rank >= 1 and n_loop < rank:
+        kinds.append("concat")
+    if not kinds or not free:
+        return None
+    kind = draw(st.sampled_from(kinds))
+    last = free[-1]
+    if kind == "transpose":
+        a1, a2 = sorted(draw(st.lists(st.integers(n_loop, rank - 1), min_size=2, max_size=2, unique=True)))
+        return Epilogue("transpose", (draw(st.sampled_from([last] + free)),), (a1, a2))
+    if kind == "concat":
+        a = draw(st.integers(0, len(free) - 1))
+        first = free[-1] if draw(st.integers(0, 2)) else free[a]
+        partners = [i for i in free if metas[i] == metas[first]]
+        return Epilogue("concat", (first, draw(st.sampled_from(partners))), (draw(st.integers(n_loop, rank - 1)),))
+    a = mm[-1] if draw(st.integers(0, 2)) else draw(st.sampled_from(mm))
+    n_kind = draw(st.sampled_from(("int", "dyn", "static")))
+    n0 = draw(st.sampled_from((1, 3, 8, 16, 17, 32, 64)))
+    n1 = draw(st.sampled_from([x for x in (2, 5, 16, 40) if x != n0])) if n_kind == "dyn" else n0
+    out_dtype = draw(st.sampled_from([None, "fp32"] if metas[a][0] != "fp32" else [None]))
+    cube = None
+    if draw(st.booleans()):
+        cube = tuple([l0, l0 * draw(st.sampled_from((1, 2)))]
+                     for l0 in (draw(st.sampled_from(CUBE_L0)) for _ in range(3)))
+    return Epilogue("matmul", (a,), n=Dim(n_kind, (n0, n1)), b_trans=draw(st.booleans()),
+                    out_dtype=out_dtype, cube_tile=cube)

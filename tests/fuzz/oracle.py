@@ -70,7 +70,11 @@ def _error(exc: BaseException, source: str) -> Outcome:
 
 def run_program(prog: Program, workdir: str | Path | None = None) -> Outcome:
     """Run ``prog`` twice against torch; see the module docstring for the outcomes."""
-    source = render(prog)
+    try:
+        source = render(prog)
+    except Exception:  # noqa: BLE001 - a generator bug, reported like a failure
+        return Outcome("fail", "invalid-program", "rendering raised (a generator bug):\n"
+                       + traceback.format_exc(), repr(prog))
     own_dir = None
     if workdir is None:
         own_dir = tempfile.TemporaryDirectory(prefix="pypto_fuzz_")

@@ -62,6 +62,23 @@ class Branch:
 
 
 @dataclass(frozen=True)
+class Epilogue:
+    """A last op that changes the shape; its result is the first output.
+
+    op "matmul": ``args[0] @ w0`` where the weight input ``w0`` has the batch dims of the program,
+    then K (the program's last dim) and ``n`` (its own dim), swapped with ``b_trans``; ``axes``
+    unused. op "transpose": swaps ``axes``. op "concat": joins ``args`` along ``axes[0]``.
+    """
+    op: str
+    args: tuple[int, ...]
+    axes: tuple[int, ...] = ()
+    n: Dim | None = None
+    b_trans: bool = False
+    out_dtype: str | None = None
+    cube_tile: tuple | None = None      # (m, k, n) lists for set_cube_tile_shapes
+
+
+@dataclass(frozen=True)
 class Program:
     dtype: str
     dims: tuple[Dim, ...]
@@ -73,6 +90,12 @@ class Program:
     ellipsis_from: int | None = None        # annotate dims from here on as `...` (all static)
     explicit_views: bool = False            # pypto.view/pypto.assemble instead of slicing
     seed: int = 0                           # of the input values
+    epilogue: Epilogue | None = None
+
+    @property
+    def epilogue_value(self) -> int:
+        """The value number of the epilogue's result."""
+        return self.n_inputs + len(self.steps)
 
     @property
     def rank(self) -> int:

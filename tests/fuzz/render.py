@@ -29,31 +29,96 @@ def _header(prog: Program) -> str:
     return "\n".join(lines)
 
 
-def _annotation(prog: Program, mask: frozenset, dtype: str) -> str:
+# ---- tensor dims: (annotation text, size expression over the call's sizes `s`) per axis --------
+
+def _axis(prog: Program, a: int) -> tuple[str, str]:
+    d = prog.dims[a]
+    return ({"dyn": "pypto.DYNAMIC", "named": f"N{a}", "static": "pypto.STATIC",
+             "int": str(d.sizes[0])}[d.kind], f"s[{a}]")
+
+
+def _masked(prog: Program, mask: frozenset) -> list[tuple[str, str]]:
+    return [("1", "1") if a in mask else _axis(prog, a) for a in range(prog.rank)]
+
+
+def _n_axis(prog: Program) -> tuple[str, str]:
+    n = prog.epilogue.n
+    return ({"dyn": "pypto.DYNAMIC", "static": "pypto.STATIC", "int": str(n.sizes[0])}[n.kind],
+            f"s[{prog.rank}]")
+
+
+def input_dims(prog: Program) -> list[list[tuple[str, str]]]:
+    """Per kernel input (x0.., then the matmul weight w0): its axes."""
+    dims = [_masked(prog, m) for m in prog.input_masks]
+    ep = prog.epilogue
+    if ep is not None and ep.op == "matmul":
+        k, n = _axis(prog, prog.rank - 1), _n_axis(prog)
+        dims.append(_masked(prog, frozenset())[:-2] + ([n, k] if ep.b_trans else [k, n]))
+    return dims
+
+
+def output_dims(prog: Program, metas) -> list[list[tuple[str, str]]]:
+    """Per output: its axes."""
     dims = []
-    for a, d in enumerate(prog.dims):
-        if prog.ellipsis_from is not None and a >= prog.ellipsis_from:
-            dims.append("...")
-            break
-        if a in mask:
-            dims.append("1")
-        else:
-            dims.append({"dyn": "pypto.DYNAMIC", "named": f"N{a}", "static": "pypto.STATIC",
-                         "int": str(d.sizes[0])}[d.kind])
-    return f"pypto.Tensor([{', '.join(dims)}], {PYPTO_DTYPE[dtype]})"
+    ep = prog.epilogue
+    for v in prog.outputs:
+        if ep is None or v != prog.epilogue_value:
+            dims.append(_masked(prog, metas[v][1]))
+            continue
+        base = _masked(prog, metas[ep.args[0]][1])
+        if ep.op == "matmul":
+            dims.append(base[:-1] + [_n_axis(prog)])
+        elif ep.op == "transpose":
+            a1, a2 = ep.axes
+            base[a1], base[a2] = base[a2], base[a1]
+            dims.append(base)
+        else:  # concat
+            a = ep.axes[0]
+            ann, expr = base[a]
+            if expr == "1":
+                base[a] = ("2", "2")
+            else:
+                runtime = prog.dims[a].runtime
+                base[a] = ("pypto.DYNAMIC" if runtime else str(2 * prog.dims[a].sizes[0]), f"2 * {expr}")
+            dims.append(base)
+    return dims
+
+
+def _annotation(prog: Program, dims: list[tuple[str, str]], dtype: str) -> str:
+    anns = [ann for ann, _ in dims]
+    e = prog.ellipsis_from
+    if e is not None and all(x == "pypto.STATIC" or x.isdigit() for x in anns[e:]):
+        anns = anns[:e] + ["..."]
+    return f"pypto.Tensor([{', '.join(anns)}], {PYPTO_DTYPE[dtype]})"
+
+
+def _shape_fn(dims: list[tuple[str, str]]) -> str:
+    return f"lambda s: [{', '.join(expr for _, expr in dims)}]"
+
+
+def _out_dtype(prog: Program, metas, v: int) -> str:
+    ep = prog.epilogue
+    if ep is not None and v == prog.epilogue_value:
+        if ep.op == "matmul" and ep.out_dtype:
+            return ep.out_dtype
+        return metas[ep.args[0]][0]
+    return metas[v][0]
 
 
 def _names(prog: Program):
     ins = [f"x{i}" for i in range(prog.n_inputs)]
+    if prog.epilogue is not None and prog.epilogue.op == "matmul":
+        ins.append("w0")
     outs = [f"out{j}" for j in range(len(prog.outputs))]
     return ins, outs
 
 
-def _loop_slices(prog: Program, mask: frozenset, kernel: bool) -> list[str]:
-    """Index text per axis of an operand inside the tiling loop."""
+def _loop_slices(prog: Program, mask: frozenset, kernel: bool, looped_upto: int | None = None) -> list[str]:
+    """Index text per axis of an operand inside the tiling loop (only axes < looped_upto slice)."""
     idx = []
+    upto = len(prog.loop_tiles) if looped_upto is None else min(looped_upto, len(prog.loop_tiles))
     for a in range(prog.rank):
-        if a < len(prog.loop_tiles) and a not in mask:
+        if a < upto and a not in mask:
             t = prog.loop_tiles[a]
             idx.append(f"b{a} * {t}:(b{a} + 1) * {t}")
         else:
@@ -78,6 +143,23 @@ def _view(prog: Program, name: str, mask: frozenset, kernel: bool) -> str:
         return (f"pypto.view({name}, [{', '.join(shape)}], [{', '.join(offs)}], "
                 f"valid_shape=[{', '.join(valid)}])")
     return f"{name}[{', '.join(_loop_slices(prog, mask, kernel))}]"
+
+
+def _epilogue_expr(prog: Program, metas, kernel: bool) -> str:
+    ep = prog.epilogue
+    args = [f"t{a}" for a in ep.args]
+    if ep.op == "matmul":
+        a, w = args[0], "tw"
+        if kernel:
+            extra = (f", {PYPTO_DTYPE[ep.out_dtype]}" if ep.out_dtype else "") + (", b_trans=True" if ep.b_trans else "")
+            return f"pypto.matmul({a}, {w}{extra})"
+        wt = f"_up({w}).transpose(-2, -1)" if ep.b_trans else f"_up({w})"
+        return f"_round(torch.matmul(_up({a}), {wt}), {TORCH_DTYPE[_out_dtype(prog, metas, prog.epilogue_value)]})"
+    if ep.op == "transpose":
+        a1, a2 = ep.axes
+        return f"pypto.transpose({args[0]}, {a1}, {a2})" if kernel else f"{args[0]}.transpose({a1}, {a2})"
+    return (f"pypto.concat([{', '.join(args)}], {ep.axes[0]})" if kernel
+            else f"torch.cat([{', '.join(args)}], {ep.axes[0]})")
 
 
 def _step_expr(step, metas, k: int, kernel: bool) -> str:
@@ -110,7 +192,7 @@ def _body(prog: Program, metas, kernel: bool, depth: int) -> list[str]:
     ins, outs = _names(prog)
     loop = bool(prog.loop_tiles)
     lines = []
-    for i, name in enumerate(ins):
+    for i, name in enumerate(ins[:prog.n_inputs]):
         src = _view(prog, name, prog.input_masks[i], kernel) if loop else name
         lines.append(f"{pad}t{i} = {src}")
     for s, step in enumerate(prog.steps):
@@ -125,6 +207,12 @@ def _body(prog: Program, metas, kernel: bool, depth: int) -> list[str]:
                 lines.append(f"{pad}{IND}t{k} = {_step_expr(arm, metas, k, kernel)}")
         else:
             lines.append(f"{pad}t{k} = {_step_expr(step, metas, k, kernel)}")
+    ep = prog.epilogue
+    if ep is not None:
+        if ep.op == "matmul":
+            w = f"w0[{', '.join(_loop_slices(prog, frozenset(), kernel, prog.rank - 2))}]" if loop else "w0"
+            lines.append(f"{pad}tw = {w}")
+        lines.append(f"{pad}t{prog.epilogue_value} = {_epilogue_expr(prog, metas, kernel)}")
     if loop:
         for j, v in enumerate(prog.outputs):
             if prog.explicit_views and kernel:
@@ -155,13 +243,15 @@ def _loop_headers(prog: Program, kernel: bool) -> list[str]:
 
 def _kernel(prog: Program, metas) -> str:
     ins, outs = _names(prog)
-    params = [f"{n}: {_annotation(prog, prog.input_masks[i], prog.dtype)}" for i, n in enumerate(ins)]
+    params = [f"{n}: {_annotation(prog, d, prog.dtype)}" for n, d in zip(ins, input_dims(prog))]
     if prog.loop_tiles:
-        params += [f"{n}: {_annotation(prog, metas[v][1], metas[v][0])}"
-                   for n, v in zip(outs, prog.outputs)]
+        params += [f"{n}: {_annotation(prog, d, _out_dtype(prog, metas, v))}"
+                   for n, v, d in zip(outs, prog.outputs, output_dims(prog, metas))]
     lines = ["@pypto.jit", f"def kernel({', '.join(params)}):"]
     if prog.vec_tile is not None:
         lines.append(f"{IND}pypto.set_vec_tile_shapes({', '.join(map(str, prog.vec_tile))})")
+    if prog.epilogue is not None and prog.epilogue.cube_tile is not None:
+        lines.append(f"{IND}pypto.set_cube_tile_shapes({', '.join(map(str, prog.epilogue.cube_tile))})")
     lines += _loop_headers(prog, True)
     lines += _body(prog, metas, True, len(prog.loop_tiles) + 1)
     if not prog.loop_tiles:
@@ -188,11 +278,12 @@ def _reference(prog: Program, metas) -> str:
              f"def reference({', '.join(ins)}):",
              f'{IND}"""The kernel in torch: fp16/bf16 ops computed in fp32, rounded per op."""']
     if prog.loop_tiles:
-        for n, v in zip(outs, prog.outputs):
-            dtype, mask = metas[v]
-            shape = ", ".join("1" if a in mask else f"x0.shape[{a}]" for a in range(prog.rank))
-            lines.append(f"{IND}{n} = torch.empty(({shape}{',' if prog.rank == 1 else ''}), "
-                         f"dtype={TORCH_DTYPE[dtype]})")
+        n_size = ""
+        if prog.epilogue is not None and prog.epilogue.op == "matmul":
+            n_size = f" + [w0.shape[{-2 if prog.epilogue.b_trans else -1}]]"
+        lines.append(f"{IND}s = list(x0.shape){n_size}")
+        for n, v, d in zip(outs, prog.outputs, output_dims(prog, metas)):
+            lines.append(f"{IND}{n} = torch.empty(({_shape_fn(d)})(s), dtype={TORCH_DTYPE[_out_dtype(prog, metas, v)]})")
     lines += _loop_headers(prog, False)
     lines += _body(prog, metas, False, len(prog.loop_tiles) + 1)
     if prog.loop_tiles:
@@ -204,8 +295,8 @@ def _reference(prog: Program, metas) -> str:
 
 _DRIVER = '''\
 SIZES = {sizes}
-INPUT_MASKS = {masks}
-OUTPUTS = {outputs}  # (dtype, reduced axes) per output
+INPUT_SHAPES = {in_shapes}  # per input: its shape from the call's sizes
+OUTPUTS = {outputs}  # per output: (dtype, shape from the call's sizes)
 DTYPE = {dtype}
 SEED = {seed}
 LOOP = {loop}
@@ -221,8 +312,8 @@ TOLERANCE = {{torch.float32: (1e-4, 1e-5), torch.float16: (4e-3, 4e-3), torch.bf
 def make_inputs(call):
     g = torch.Generator().manual_seed(SEED + call)
     ins = []
-    for mask in INPUT_MASKS:
-        shape = [1 if a in mask else s for a, s in enumerate(SIZES[call])]
+    for shape_of in INPUT_SHAPES:
+        shape = shape_of(SIZES[call])
         if DTYPE.is_floating_point:
             ins.append((torch.rand(shape, generator=g) * 4 - 2).to(DTYPE))
         else:
@@ -232,8 +323,8 @@ def make_inputs(call):
 
 def make_outputs(call):
     outs = []
-    for dtype, mask in OUTPUTS:
-        shape = [1 if a in mask else s for a, s in enumerate(SIZES[call])]
+    for dtype, shape_of in OUTPUTS:
+        shape = shape_of(SIZES[call])
         fill = float("nan") if dtype.is_floating_point else -77777  # unwritten elements differ
         outs.append(torch.full(shape, fill, dtype=dtype))
     return outs
@@ -308,9 +399,14 @@ if __name__ == "__main__":
 
 def _driver(prog: Program, metas) -> str:
     sizes = [[d.sizes[c] for d in prog.dims] for c in (0, 1)]
-    outs = ", ".join(f"({TORCH_DTYPE[metas[v][0]]}, {sorted(metas[v][1])})" for v in prog.outputs)
-    return _DRIVER.format(sizes=sizes, masks=[sorted(m) for m in prog.input_masks],
-                          outputs=f"[{outs}]", dtype=TORCH_DTYPE[prog.dtype], seed=prog.seed,
+    if prog.epilogue is not None and prog.epilogue.op == "matmul":
+        for c in (0, 1):
+            sizes[c].append(prog.epilogue.n.sizes[c])
+    ins = ", ".join(_shape_fn(d) for d in input_dims(prog))
+    outs = ", ".join(f"({TORCH_DTYPE[_out_dtype(prog, metas, v)]}, {_shape_fn(d)})"
+                     for v, d in zip(prog.outputs, output_dims(prog, metas)))
+    return _DRIVER.format(sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
+                          dtype=TORCH_DTYPE[prog.dtype], seed=prog.seed,
                           loop=bool(prog.loop_tiles), precision=TORCH_DTYPE[_precision(metas)])
 
 

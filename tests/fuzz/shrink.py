@@ -41,7 +41,20 @@ def valid(prog: Program) -> bool:
         if (s.op in REDUCE or s.op == "softmax") and (s.param in looped or s.param >= prog.rank):
             return False
         metas.append(result_meta(s, metas))
-    if any(o >= len(metas) or o < prog.n_inputs or metas[o][1] & looped for o in prog.outputs):
+    ep = prog.epilogue
+    n_values = len(metas) + (ep is not None)
+    if ep is not None:
+        if any(a >= len(metas) or metas[a][1] & looped for a in ep.args):
+            return False
+        if any(a < n for a, n in ((x, len(prog.loop_tiles)) for x in ep.axes)) or any(a >= prog.rank for a in ep.axes):
+            return False
+        if ep.op == "matmul" and (metas[ep.args[0]][0] != prog.dtype or metas[ep.args[0]][1]
+                                  or prog.rank < 2 or len(prog.loop_tiles) >= prog.rank):
+            return False
+        if ep.op == "concat" and metas[ep.args[0]] != metas[ep.args[1]]:
+            return False
+        metas.append((metas[ep.args[0]][0], frozenset()))
+    if any(o >= n_values or o < prog.n_inputs or metas[o][1] & looped for o in prog.outputs):
         return False
     return bool(prog.outputs) and len(set(prog.outputs)) == len(prog.outputs)
 
@@ -56,12 +69,27 @@ def _drop_step(prog: Program, k: int) -> Program:
     steps = tuple(replace(s, args=tuple(remap(a) for a in s.args))
                   for j, s in enumerate(prog.steps) if j != k)
     outs = tuple(dict.fromkeys(remap(o) for o in prog.outputs))
-    return replace(prog, steps=steps, outputs=outs)
+    ep = prog.epilogue
+    if ep is not None:
+        ep = replace(ep, args=tuple(remap(a) for a in ep.args))
+    return replace(prog, steps=steps, outputs=outs, epilogue=ep)
 
 
 def _variants(prog: Program) -> Iterator[Program]:
     for k in range(len(prog.steps) - 1, -1, -1):
         yield _drop_step(prog, k)
+    ep = prog.epilogue
+    if ep is not None:  # its first operand becomes the output it fed
+        v = prog.epilogue_value
+        yield replace(prog, epilogue=None,
+                      outputs=tuple(dict.fromkeys(ep.args[0] if o == v else o for o in prog.outputs)))
+        if ep.cube_tile is not None:
+            yield replace(prog, epilogue=replace(ep, cube_tile=None))
+        if ep.b_trans or ep.out_dtype:
+            yield replace(prog, epilogue=replace(ep, b_trans=False, out_dtype=None))
+    last = prog.n_inputs + len(prog.steps) - 1
+    if prog.epilogue is None and prog.steps and prog.outputs != (last,):
+        yield replace(prog, outputs=(last,))  # so that the steps before it can go
     for j in range(len(prog.outputs)):
         if len(prog.outputs) > 1:
             yield replace(prog, outputs=prog.outputs[:j] + prog.outputs[j + 1:])
@@ -69,9 +97,14 @@ def _variants(prog: Program) -> Iterator[Program]:
         if not any(i in s.args for s in prog.steps):
             def shift(a: int) -> int:
                 return a - 1 if a > i else a
+            ep = prog.epilogue
+            if ep is not None:
+                if i in ep.args:
+                    continue
+                ep = replace(ep, args=tuple(shift(a) for a in ep.args))
             yield replace(prog, input_masks=prog.input_masks[:i] + prog.input_masks[i + 1:],
                           steps=tuple(replace(s, args=tuple(shift(a) for a in s.args)) for s in prog.steps),
-                          outputs=tuple(shift(o) for o in prog.outputs))
+                          outputs=tuple(shift(o) for o in prog.outputs), epilogue=ep)
     for i, m in enumerate(prog.input_masks):
         if m:
             yield replace(prog, input_masks=prog.input_masks[:i] + (frozenset(),) + prog.input_masks[i + 1:])

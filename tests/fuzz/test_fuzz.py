@@ -10,13 +10,20 @@ standalone script. The examples are derandomized so the suite is repeatable; set
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 
+from . import oracle
 from .generate import programs
 from .oracle import CAPACITY_ERRORS, repro_text, run_program
+from .program import Dim, Program, Step
+from .render import render
+from .run import main as run_main
+from .shrink import shrink, valid
 
 # about 20 s of one core per profile on an idle machine (~0.2 s a kernel)
 EXAMPLES = int(os.environ.get("PYPTO_FUZZ_EXAMPLES", "60"))
@@ -37,3 +44,70 @@ def _fuzz(dtypes):
 @pytest.mark.parametrize("dtypes", [("fp32",), ("fp16", "bf16"), ("int32",)], ids=["fp32", "half", "int32"])
 def test_random_kernels_match_torch(dtypes):
     _fuzz(dtypes)()
+
+
+# ---- the fuzzer's own parts: the judge must be able to fail, the shrinker must shrink -----------
+
+LOOP_PROGRAM = Program(
+    dtype="fp32", dims=(Dim("dyn", (13, 5)), Dim("int", (7, 7))),
+    input_masks=(frozenset(), frozenset({0})),
+    steps=(Step("exp", (0,)), Step("add", (2, 1)), Step("sum", (3,), 1), Step("sub", (3, 4))),
+    outputs=(5,), loop_tiles=(4,), vec_tile=(4, 8))
+
+
+def test_a_correct_program_passes():
+    outcome = run_program(LOOP_PROGRAM)
+    assert outcome.status == "pass", outcome.detail
+
+
+def test_a_wrong_number_is_a_mismatch(monkeypatch):
+    def wrong_op(prog):  # the kernel computes abs where the reference computes exp
+        return render(prog).replace("t2 = pypto.exp(t0)", "t2 = pypto.abs(t0)", 1)
+    monkeypatch.setattr(oracle, "render", wrong_op)
+    outcome = run_program(LOOP_PROGRAM)
+    assert (outcome.status, outcome.kind) == ("fail", "mismatch")
+    assert "expected" in outcome.detail and "pypto.abs(t0)" in repro_text(outcome)
+
+
+def test_an_unwritten_tail_is_a_mismatch(monkeypatch):
+    def floor_loop(prog):  # 13 rows in tiles of 4: floor division skips the last row
+        return render(prog).replace("pypto.ceildiv(x0.shape[0], 4)", "x0.shape[0] // 4", 1)
+    monkeypatch.setattr(oracle, "render", floor_loop)
+    outcome = run_program(LOOP_PROGRAM)
+    assert (outcome.status, outcome.kind) == ("fail", "mismatch")
+    assert "call 0 sizes [13, 7]: out0: 7 of 91 elements differ" in outcome.detail
+
+
+def test_an_internal_error_is_a_failure_and_a_pypto_error_a_rejection(monkeypatch):
+    monkeypatch.setattr(oracle, "render", lambda prog: render(prog).replace(
+        "t2 = pypto.exp(t0)", "t2 = pypto.exp(t0)\n        t2.no_such_attribute", 1))
+    assert run_program(LOOP_PROGRAM).kind == "AttributeError"
+    assert run_program(LOOP_PROGRAM).status == "fail"
+    monkeypatch.setattr(oracle, "render", lambda prog: render(prog).replace(
+        "t2 = pypto.exp(t0)", "t2 = pypto.exp(pypto.cast(t0, pypto.DT_INT32))", 1))
+    assert run_program(LOOP_PROGRAM).status == "rejected"
+
+
+def test_a_second_compile_is_a_failure():
+    prog = replace(LOOP_PROGRAM, dims=(Dim("static", (13, 5)), Dim("int", (7, 7))))
+    outcome = run_program(prog)
+    assert (outcome.status, outcome.kind) == ("fail", "recompiled")
+
+
+def test_shrink_keeps_only_what_the_failure_needs():
+    calls = []
+
+    def has_sum(prog):
+        calls.append(prog)
+        return any(s.op == "sum" for s in prog.steps)
+    small = shrink(LOOP_PROGRAM, has_sum)
+    assert [s.op for s in small.steps] == ["sum"]
+    assert small.loop_tiles == () and small.vec_tile is None and small.n_inputs == 1
+    assert all(valid(p) for p in calls)
+
+
+def test_the_script_prints_one_summary_line(tmp_path, capsys):
+    assert run_main(["3", "--seed", "7", "--out", str(tmp_path / "repros")]) == 0
+    line = capsys.readouterr().out.strip()
+    assert re.fullmatch(r"fuzz seed 7: 3 kernels run, \d passed, 0 failed, \d rejected-as-invalid "
+                        r"\(PyptoError\), [\d.]+ s", line), line
