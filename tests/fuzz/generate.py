@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from .program import (BINARY, CASTS, COMPARE, FLOAT, REDUCE, SCALARS, UNARY, Branch, Dim, Epilogue,
                       Program, Step, result_meta)
 
-DTYPE_ORDER = ("fp32", "fp16", "bf16", "int32")
+DTYPE_ORDER = ("fp32", "fp16", "bf16", "int32", "int16")
 KINDS = ("int", "dyn", "static", "named")
 # sizes by rank: primes and tails mixed with powers of two, small enough to run fast
 SIZES = {1: (1, 2, 3, 5, 7, 8, 13, 16, 31, 33, 64, 97, 128, 257, 1000),
@@ -66,7 +66,7 @@ def steps(draw, dtype: str, rank: int, n_loop: int, masks: tuple, n_steps: int) 
             step = Step(draw(st.sampled_from([o for o in _ops_for(dt, UNARY) if not o.endswith("_s")])), (a,))
         elif kind == "scalar":
             op = draw(st.sampled_from(["mul_s", "add_s", "rsub_s"]))
-            step = Step(op, (a,), draw(st.sampled_from(SCALARS["i" if dt == "int32" else "f"])))
+            step = Step(op, (a,), draw(st.sampled_from(SCALARS["f" if dt in FLOAT else "i"])))
         elif kind == "binary":
             step = Step(draw(st.sampled_from(_ops_for(dt, BINARY))), (a, draw(st.sampled_from(same))))
         elif kind == "where":
@@ -145,7 +145,17 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) ->
     while static_tail and not ds[static_tail - 1].runtime:
         static_tail -= 1
     ellipsis = static_tail if static_tail < rank and draw(st.integers(0, 3)) == 0 else None
-    return Program(dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
+    retile = None
+    if rank and draw(st.integers(0, 3)) == 0:  # a second tile shape for the later ops
+        retile = (draw(st.integers(0, len(chain) - 1)), tuple(draw(st.sampled_from(VEC_TILES[:8])) for _ in range(rank)))
+    window = None
+    if n_loop and epilogue is None and n_loop < rank and draw(st.integers(0, 3)) == 0:
+        axis = draw(st.integers(n_loop, rank - 1))
+        smallest = min(ds[axis].sizes)
+        if smallest >= 2:
+            start = draw(st.integers(0, smallest - 1))
+            window = (axis, start, draw(st.integers(start + 1, smallest)))
+    return Program(retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
                    outputs=tuple(outputs), loop_tiles=loop_tiles, vec_tile=vec_tile,
                    ellipsis_from=ellipsis, explicit_views=bool(n_loop) and draw(st.integers(0, 3)) == 0,
                    seed=draw(st.integers(0, 2 ** 16)), epilogue=epilogue)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DTYPES = ("fp32", "fp16", "bf16", "int32")
+DTYPES = ("fp32", "fp16", "bf16", "int32", "int16")
 FLOAT = ("fp32", "fp16", "bf16")
 PYPTO_DTYPE = {"fp32": "pypto.DT_FP32", "fp16": "pypto.DT_FP16", "bf16": "pypto.DT_BF16",
-               "int32": "pypto.DT_INT32", "bool": "pypto.DT_BOOL"}
+               "int32": "pypto.DT_INT32", "int16": "pypto.DT_INT16", "bool": "pypto.DT_BOOL"}
 TORCH_DTYPE = {"fp32": "torch.float32", "fp16": "torch.float16", "bf16": "torch.bfloat16",
-               "int32": "torch.int32", "bool": "torch.bool"}
+               "int32": "torch.int32", "int16": "torch.int16", "bool": "torch.bool"}
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,8 @@ class Program:
     explicit_views: bool = False            # pypto.view/pypto.assemble instead of slicing
     seed: int = 0                           # of the input values
     epilogue: Epilogue | None = None
+    retile: tuple | None = None             # (step k, tile): set_vec_tile_shapes(*tile) before step k
+    window: tuple[int, int, int] | None = None  # (axis, start, stop): a loop reads and writes only there
 
     @property
     def epilogue_value(self) -> int:
@@ -162,7 +164,7 @@ SOFTMAX = OpSpec("pypto.softmax({a}, {p})", "torch.softmax({a}, {p})", 1, FLOAT)
 WHERE = OpSpec("pypto.where({a} {p} {b}, {c}, {d})", "torch.where({a} {p} {b}, {c}, {d})", 4, DTYPES)
 # cast: param is the target dtype
 CAST = OpSpec("pypto.cast({a}, {p})", "{a}.to({p})", 1, DTYPES)
-CASTS = {"fp32": ("fp16", "bf16"), "fp16": ("fp32", "bf16"), "bf16": ("fp32", "fp16"), "int32": ("fp32",)}
+CASTS = {"fp32": ("fp16", "bf16"), "fp16": ("fp32", "bf16"), "bf16": ("fp32", "fp16"), "int32": ("fp32",), "int16": ("fp32",)}
 # scalar constants per dtype class
 SCALARS = {"f": (0.5, 1.25, -2.0, 3.0), "i": (2, -3, 1)}
 

@@ -121,6 +121,8 @@ def _loop_slices(prog: Program, mask: frozenset, kernel: bool, looped_upto: int 
         if a < upto and a not in mask:
             t = prog.loop_tiles[a]
             idx.append(f"b{a} * {t}:(b{a} + 1) * {t}")
+        elif prog.window and prog.window[0] == a and a not in mask:
+            idx.append(f"{prog.window[1]}:{prog.window[2]}")
         else:
             idx.append(":")
     return idx
@@ -136,6 +138,11 @@ def _view(prog: Program, name: str, mask: frozenset, kernel: bool) -> str:
                 shape.append(str(t))
                 offs.append(f"b{a} * {t}")
                 valid.append(f"pypto.min({full} - b{a} * {t}, {t})")
+            elif prog.window and prog.window[0] == a and a not in mask:
+                _, start, stop = prog.window
+                shape.append(str(stop - start))
+                offs.append(str(start))
+                valid.append(str(stop - start))
             else:
                 shape.append(full)
                 offs.append("0")
@@ -197,6 +204,8 @@ def _body(prog: Program, metas, kernel: bool, depth: int) -> list[str]:
         lines.append(f"{pad}t{i} = {src}")
     for s, step in enumerate(prog.steps):
         k = prog.n_inputs + s
+        if kernel and prog.retile is not None and prog.retile[0] == s:
+            lines.append(f"{pad}pypto.set_vec_tile_shapes({', '.join(map(str, prog.retile[1]))})")
         if step.op == "if":
             br: Branch = step.param
             lines.append(f"{pad}if {_cond(br.cond)}:")
@@ -216,11 +225,13 @@ def _body(prog: Program, metas, kernel: bool, depth: int) -> list[str]:
     if loop:
         for j, v in enumerate(prog.outputs):
             if prog.explicit_views and kernel:
-                offs = [f"b{a} * {prog.loop_tiles[a]}" if a < len(prog.loop_tiles) else "0"
+                mask = metas[v][1] if v < len(metas) else frozenset()
+                offs = [f"b{a} * {prog.loop_tiles[a]}" if a < len(prog.loop_tiles) else
+                        str(prog.window[1]) if prog.window and prog.window[0] == a and a not in mask else "0"
                         for a in range(prog.rank)]
                 lines.append(f"{pad}pypto.assemble(t{v}, [{', '.join(offs)}], {outs[j]})")
             else:
-                idx = _loop_slices(prog, frozenset(), kernel)
+                idx = _loop_slices(prog, metas[v][1] if v < len(metas) else frozenset(), kernel)
                 lines.append(f"{pad}{outs[j]}[{', '.join(idx)}] = t{v}")
     return lines
 
@@ -228,7 +239,7 @@ def _body(prog: Program, metas, kernel: bool, depth: int) -> list[str]:
 def _scalar_for(op: str, dtype: str):
     """The constant of a scalar op used in a branch (fixed: branches carry op names only)."""
     if op in ("mul_s", "add_s", "rsub_s"):
-        return 2 if dtype == "int32" else 0.75
+        return 0.75 if dtype in ("fp32", "fp16", "bf16") else 2
     return None
 
 
@@ -283,7 +294,9 @@ def _reference(prog: Program, metas) -> str:
             n_size = f" + [w0.shape[{-2 if prog.epilogue.b_trans else -1}]]"
         lines.append(f"{IND}s = list(x0.shape){n_size}")
         for n, v, d in zip(outs, prog.outputs, output_dims(prog, metas)):
-            lines.append(f"{IND}{n} = torch.empty(({_shape_fn(d)})(s), dtype={TORCH_DTYPE[_out_dtype(prog, metas, v)]})")
+            dt = _out_dtype(prog, metas, v)
+            fill = 'float("nan")' if dt in ("fp32", "fp16", "bf16") else "-7777"  # as the driver's unwritten outputs
+            lines.append(f"{IND}{n} = torch.full(({_shape_fn(d)})(s), {fill}, dtype={TORCH_DTYPE[dt]})")
     lines += _loop_headers(prog, False)
     lines += _body(prog, metas, False, len(prog.loop_tiles) + 1)
     if prog.loop_tiles:
@@ -325,7 +338,7 @@ def make_outputs(call):
     outs = []
     for dtype, shape_of in OUTPUTS:
         shape = shape_of(SIZES[call])
-        fill = float("nan") if dtype.is_floating_point else -77777  # unwritten elements differ
+        fill = float("nan") if dtype.is_floating_point else -7777  # unwritten elements differ
         outs.append(torch.full(shape, fill, dtype=dtype))
     return outs
 

@@ -41,6 +41,12 @@ def valid(prog: Program) -> bool:
         if (s.op in REDUCE or s.op == "softmax") and (s.param in looped or s.param >= prog.rank):
             return False
         metas.append(result_meta(s, metas))
+    if prog.retile is not None and prog.retile[0] >= len(prog.steps):
+        return False
+    if prog.window is not None and (prog.epilogue is not None or not looped or prog.window[0] in looped
+                                    or prog.window[0] >= prog.rank
+                                    or prog.window[2] > min(prog.dims[prog.window[0]].sizes)):
+        return False
     ep = prog.epilogue
     n_values = len(metas) + (ep is not None)
     if ep is not None:
@@ -72,7 +78,10 @@ def _drop_step(prog: Program, k: int) -> Program:
     ep = prog.epilogue
     if ep is not None:
         ep = replace(ep, args=tuple(remap(a) for a in ep.args))
-    return replace(prog, steps=steps, outputs=outs, epilogue=ep)
+    retile = prog.retile
+    if retile is not None and k < retile[0]:
+        retile = (retile[0] - 1, retile[1])
+    return replace(prog, steps=steps, outputs=outs, epilogue=ep, retile=retile)
 
 
 def _variants(prog: Program) -> Iterator[Program]:
@@ -108,6 +117,10 @@ def _variants(prog: Program) -> Iterator[Program]:
     for i, m in enumerate(prog.input_masks):
         if m:
             yield replace(prog, input_masks=prog.input_masks[:i] + (frozenset(),) + prog.input_masks[i + 1:])
+    if prog.window is not None:
+        yield replace(prog, window=None)
+    if prog.retile is not None:
+        yield replace(prog, retile=None)
     if prog.explicit_views:
         yield replace(prog, explicit_views=False)
     if prog.ellipsis_from is not None:

@@ -41,7 +41,7 @@ def _fuzz(dtypes):
     return hypothesis_seed(int(SEED))(check) if SEED is not None else check
 
 
-@pytest.mark.parametrize("dtypes", [("fp32",), ("fp16", "bf16"), ("int32",)], ids=["fp32", "half", "int32"])
+@pytest.mark.parametrize("dtypes", [("fp32",), ("fp16", "bf16"), ("int32", "int16")], ids=["fp32", "half", "int"])
 def test_random_kernels_match_torch(dtypes):
     _fuzz(dtypes)()
 
