@@ -11,7 +11,7 @@ import math
 
 from hypothesis import strategies as st
 
-from .program import (BINARY, CASTS, COMPARE, FLOAT, REDUCE, SCALARS, UNARY, Branch, Dim, Epilogue,
+from .program import (BINARY, CASTS, COMPARE, FLOAT, REDUCE, SCALARS, SCAN, TRIANGLE, UNARY, Branch, Dim, Epilogue,
                       Program, Step, result_meta)
 
 DTYPE_ORDER = ("fp32", "fp16", "bf16", "int32", "int16")
@@ -46,7 +46,8 @@ def _ops_for(dtype: str, table: dict) -> list[str]:
 def steps(draw, dtype: str, rank: int, n_loop: int, masks: tuple, n_steps: int) -> tuple:
     metas = [(dtype, m) for m in masks]
     out: list[Step] = []
-    reducible = list(range(n_loop, rank))
+    # reductions and scans over a looped axis work within the tile's view, as the reference does
+    reducible = list(range(rank))
     used_if = False
     for _ in range(n_steps):
         last = len(metas) - 1
@@ -58,7 +59,9 @@ def steps(draw, dtype: str, rank: int, n_loop: int, masks: tuple, n_steps: int) 
         if reducible:
             kinds.append("reduce")
             if dt in FLOAT:
-                kinds.append("softmax")
+                kinds += ["softmax", "scan"]
+        if rank >= 2:
+            kinds.append("triangle")
         if not used_if and (n_loop or rank):
             kinds.append("if")
         kind = draw(st.sampled_from(kinds))
@@ -78,6 +81,10 @@ def steps(draw, dtype: str, rank: int, n_loop: int, masks: tuple, n_steps: int) 
             step = Step("cast", (a,), draw(st.sampled_from(CASTS[dt])))
         elif kind == "reduce":
             step = Step(draw(st.sampled_from(_ops_for(dt, REDUCE))), (a,), draw(st.sampled_from(reducible)))
+        elif kind == "scan":
+            step = Step(draw(st.sampled_from(_ops_for(dt, SCAN))), (a,), draw(st.sampled_from(reducible)))
+        elif kind == "triangle":
+            step = Step(draw(st.sampled_from(_ops_for(dt, TRIANGLE))), (a,), draw(st.sampled_from((0, -1, 1, 2))))
         elif kind == "softmax":
             step = Step("softmax", (a,), draw(st.sampled_from(reducible)))
         else:

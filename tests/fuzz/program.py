@@ -141,6 +141,7 @@ UNARY = {
     "lrelu": OpSpec("pypto.lrelu({a}, 0.125)", "torch.nn.functional.leaky_relu({a}, 0.125)", 1, FLOAT),
     "floor": OpSpec("pypto.floor({a})", "torch.floor({a})", 1, FLOAT),
     "clip": OpSpec("pypto.clip({a}, -1, 2)", "torch.clamp({a}, -1, 2)", 1, DTYPES),
+    "clone": OpSpec("pypto.clone({a})", "{a}.clone()", 1, DTYPES),
     "mul_s": OpSpec("{a} * {p}", "{a} * {p}", 1, DTYPES),
     "add_s": OpSpec("{a} + {p}", "{a} + {p}", 1, DTYPES),
     "rsub_s": OpSpec("{p} - {a}", "{p} - {a}", 1, DTYPES),
@@ -159,6 +160,11 @@ REDUCE = {
     "amax": OpSpec("pypto.amax({a}, {p}, keepdim=True)", "torch.amax({a}, {p}, keepdim=True)", 1, DTYPES),
     "amin": OpSpec("pypto.amin({a}, {p}, keepdim=True)", "torch.amin({a}, {p}, keepdim=True)", 1, DTYPES),
 }
+# over an axis of the (viewed) value, result the same shape: param is the axis
+SCAN = {"cumsum": OpSpec("pypto.cumsum({a}, {p})", "torch.cumsum({a}, {p})", 1, FLOAT)}
+# over the last two axes (rank >= 2): param is the diagonal
+TRIANGLE = {"tril": OpSpec("pypto.tril({a}, {p})", "torch.tril({a}, {p})", 1, DTYPES),
+            "triu": OpSpec("pypto.triu({a}, {p})", "torch.triu({a}, {p})", 1, DTYPES)}
 SOFTMAX = OpSpec("pypto.softmax({a}, {p})", "torch.softmax({a}, {p})", 1, FLOAT)
 # where(a <cmp> b, c, d): param is the comparison
 WHERE = OpSpec("pypto.where({a} {p} {b}, {c}, {d})", "torch.where({a} {p} {b}, {c}, {d})", 4, DTYPES)
@@ -176,6 +182,10 @@ def spec(op: str) -> OpSpec:
         return BINARY[op]
     if op in REDUCE:
         return REDUCE[op]
+    if op in SCAN:
+        return SCAN[op]
+    if op in TRIANGLE:
+        return TRIANGLE[op]
     return {"softmax": SOFTMAX, "where": WHERE, "cast": CAST}[op]
 
 

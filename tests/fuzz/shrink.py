@@ -38,7 +38,9 @@ def valid(prog: Program) -> bool:
             return False
         if s.op == "cast" and s.param == dts[0]:
             return False
-        if (s.op in REDUCE or s.op == "softmax") and (s.param in looped or s.param >= prog.rank):
+        if (s.op in REDUCE or s.op in ("softmax", "cumsum")) and s.param >= prog.rank:
+            return False
+        if s.op in ("tril", "triu") and prog.rank < 2:
             return False
         metas.append(result_meta(s, metas))
     if prog.retile is not None and prog.retile[0] >= len(prog.steps):
