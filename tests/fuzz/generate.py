@@ -101,8 +101,14 @@ def steps(draw, dtype: str, rank: int, n_loop: int, masks: tuple, n_steps: int) 
 
 
 @st.composite
-def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) -> Program:
-    """A random valid kernel program over one of ``dtypes`` (see the module docstring)."""
+def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER,
+             known_issues: bool = False) -> Program:
+    """A random valid kernel program over one of ``dtypes`` (see the module docstring).
+
+    ``known_issues`` also draws valid programs that pypto is known to refuse or get wrong today
+    (issue 11, fixed on other branches): vec tiles in rank-0 programs, and an axis annotated
+    STATIC/int in one tensor and DYNAMIC in another.
+    """
     dtype = draw(st.sampled_from(dtypes))
     rank = draw(st.integers(0, 4))
     ds = draw(dims(rank))
@@ -144,6 +150,8 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) ->
     if candidates and draw(st.booleans()):
         outputs.append(draw(st.sampled_from(candidates)))
     vec_tile = None
+    if known_issues and not rank and draw(st.booleans()):
+        vec_tile = tuple(draw(st.sampled_from(VEC_TILES)) for _ in range(draw(st.integers(1, 2))))
     if rank and draw(st.integers(0, 4)):
         vec_tile = tuple(draw(st.sampled_from(VEC_TILES)) for _ in range(rank + draw(st.integers(0, 1))))
         if math.prod(vec_tile[:rank]) > UB_ELEMENTS and draw(st.integers(0, 7)):
@@ -162,7 +170,12 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) ->
         if smallest >= 2:
             start = draw(st.integers(0, smallest - 1))
             window = (axis, start, draw(st.integers(start + 1, smallest)))
-    return Program(retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
+    dynamic_in = ()
+    fixed = [a for a, d in enumerate(ds) if not d.runtime]
+    if known_issues and fixed and n_inputs + (epilogue is not None and epilogue.op == "matmul") > 1:
+        n_tensors = n_inputs + (epilogue is not None and epilogue.op == "matmul")
+        dynamic_in = ((draw(st.integers(1, n_tensors - 1)), draw(st.sampled_from(fixed))),)
+    return Program(dynamic_in=dynamic_in, retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
                    outputs=tuple(outputs), loop_tiles=loop_tiles, vec_tile=vec_tile,
                    ellipsis_from=ellipsis, explicit_views=bool(n_loop) and draw(st.integers(0, 3)) == 0,
                    seed=draw(st.integers(0, 2 ** 16)), epilogue=epilogue)

@@ -92,7 +92,9 @@ class Program:
     seed: int = 0                           # of the input values
     epilogue: Epilogue | None = None
     retile: tuple | None = None             # (step k, tile): set_vec_tile_shapes(*tile) before step k
-    window: tuple[int, int, int] | None = None  # (axis, start, stop): a loop reads and writes only there
+    window: tuple[int, int, int] | None = None
+    # (input, axis) annotated DYNAMIC although the axis is STATIC/int elsewhere (known-issues profile)
+    dynamic_in: tuple[tuple[int, int], ...] = ()  # (axis, start, stop): a loop reads and writes only there
 
     @property
     def epilogue_value(self) -> int:

@@ -254,7 +254,11 @@ def _loop_headers(prog: Program, kernel: bool) -> list[str]:
 
 def _kernel(prog: Program, metas) -> str:
     ins, outs = _names(prog)
-    params = [f"{n}: {_annotation(prog, d, prog.dtype)}" for n, d in zip(ins, input_dims(prog))]
+    dims = input_dims(prog)
+    for i, a in prog.dynamic_in:
+        if dims[i][a][1] != "1":
+            dims[i][a] = ("pypto.DYNAMIC", dims[i][a][1])
+    params = [f"{n}: {_annotation(prog, d, prog.dtype)}" for n, d in zip(ins, dims)]
     if prog.loop_tiles:
         params += [f"{n}: {_annotation(prog, d, _out_dtype(prog, metas, v))}"
                    for n, v, d in zip(outs, prog.outputs, output_dims(prog, metas))]

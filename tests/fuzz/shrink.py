@@ -121,6 +121,8 @@ def _variants(prog: Program) -> Iterator[Program]:
             yield replace(prog, input_masks=prog.input_masks[:i] + (frozenset(),) + prog.input_masks[i + 1:])
     if prog.window is not None:
         yield replace(prog, window=None)
+    if prog.dynamic_in:
+        yield replace(prog, dynamic_in=())
     if prog.retile is not None:
         yield replace(prog, retile=None)
     if prog.explicit_views:
