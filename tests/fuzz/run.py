@@ -46,7 +46,8 @@ def sweep(n: int, seed_value: int, max_steps: int = 8, known_issues: bool = Fals
         if outcome.status == "fail":
             failures.append((prog, outcome))
         elif outcome.status == "rejected":
-            rejections[f"{outcome.kind}: {re.sub(r'[0-9]+', '#', outcome.detail)[:160]}"] += 1
+            tiles = "default vec tiles" if prog.vec_tile is None else "drawn vec tiles"
+            rejections[f"{outcome.kind}: {re.sub(r'[0-9]+', '#', outcome.detail)[:160]} ({tiles})"] += 1
 
     try:
         one()
