@@ -170,12 +170,13 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER,
         if smallest >= 2:
             start = draw(st.integers(0, smallest - 1))
             window = (axis, start, draw(st.integers(start + 1, smallest)))
+    carry = bool(n_loop) and window is None and draw(st.integers(0, 3)) == 0
     dynamic_in = ()
     fixed = [a for a, d in enumerate(ds) if not d.runtime]
     if known_issues and fixed and n_inputs + (epilogue is not None and epilogue.op == "matmul") > 1:
         n_tensors = n_inputs + (epilogue is not None and epilogue.op == "matmul")
         dynamic_in = ((draw(st.integers(1, n_tensors - 1)), draw(st.sampled_from(fixed))),)
-    return Program(dynamic_in=dynamic_in, retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
+    return Program(carry=carry, dynamic_in=dynamic_in, retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
                    outputs=tuple(outputs), loop_tiles=loop_tiles, vec_tile=vec_tile,
                    ellipsis_from=ellipsis, explicit_views=bool(n_loop) and draw(st.integers(0, 3)) == 0,
                    seed=draw(st.integers(0, 2 ** 16)), epilogue=epilogue)

@@ -84,6 +84,12 @@ def output_dims(prog: Program, metas) -> list[list[tuple[str, str]]]:
     return dims
 
 
+def carry_dims(prog: Program, metas) -> list[tuple[str, str]]:
+    """The accumulator's axes: one tile on the looped axes, the first output's elsewhere."""
+    dims = output_dims(prog, metas)[0]
+    return [(str(t), str(t)) for t in prog.loop_tiles] + dims[len(prog.loop_tiles):]
+
+
 def _annotation(prog: Program, dims: list[tuple[str, str]], dtype: str) -> str:
     anns = [ann for ann, _ in dims]
     e = prog.ellipsis_from
@@ -233,6 +239,14 @@ def _body(prog: Program, metas, kernel: bool, depth: int) -> list[str]:
             else:
                 idx = _loop_slices(prog, metas[v][1] if v < len(metas) else frozenset(), kernel)
                 lines.append(f"{pad}{outs[j]}[{', '.join(idx)}] = t{v}")
+        if prog.carry:  # a loop-carried dependency through GM: every iteration reads and writes acc
+            v = prog.outputs[0]
+            if kernel:
+                idx = ", ".join([f"0:{t}" for t in prog.loop_tiles] + [":"] * (prog.rank - len(prog.loop_tiles)))
+                lines.append(f"{pad}acc[{idx}] = t{v} + acc[{idx}]")
+            else:
+                lines.append(f"{pad}tile = tuple(slice(0, n) for n in t{v}.shape)")
+                lines.append(f"{pad}acc[tile] = _round(_up(t{v}) + _up(acc[tile]), acc.dtype)")
     return lines
 
 
@@ -262,6 +276,8 @@ def _kernel(prog: Program, metas) -> str:
     if prog.loop_tiles:
         params += [f"{n}: {_annotation(prog, d, _out_dtype(prog, metas, v))}"
                    for n, v, d in zip(outs, prog.outputs, output_dims(prog, metas))]
+    if prog.carry:
+        params.append(f"acc: {_annotation(prog, carry_dims(prog, metas), _out_dtype(prog, metas, prog.outputs[0]))}")
     lines = ["@pypto.jit", f"def kernel({', '.join(params)}):"]
     if prog.vec_tile is not None:
         lines.append(f"{IND}pypto.set_vec_tile_shapes({', '.join(map(str, prog.vec_tile))})")
@@ -301,10 +317,13 @@ def _reference(prog: Program, metas) -> str:
             dt = _out_dtype(prog, metas, v)
             fill = 'float("nan")' if dt in ("fp32", "fp16", "bf16") else "-7777"  # as the driver's unwritten outputs
             lines.append(f"{IND}{n} = torch.full(({_shape_fn(d)})(s), {fill}, dtype={TORCH_DTYPE[dt]})")
+        if prog.carry:
+            dt = TORCH_DTYPE[_out_dtype(prog, metas, prog.outputs[0])]
+            lines.append(f"{IND}acc = torch.zeros(({_shape_fn(carry_dims(prog, metas))})(s), dtype={dt})")
     lines += _loop_headers(prog, False)
     lines += _body(prog, metas, False, len(prog.loop_tiles) + 1)
     if prog.loop_tiles:
-        lines.append(f"{IND}return ({', '.join(outs)},)")
+        lines.append(f"{IND}return ({', '.join(outs + (['acc'] if prog.carry else []))},)")
     else:
         lines.append(f"{IND}return ({', '.join(f't{v}' for v in prog.outputs)},)")
     return "\n".join(lines)
@@ -314,6 +333,7 @@ _DRIVER = '''\
 SIZES = {sizes}
 INPUT_SHAPES = {in_shapes}  # per input: its shape from the call's sizes
 OUTPUTS = {outputs}  # per output: (dtype, shape from the call's sizes)
+CARRY = {carry}  # the loop's accumulator, zeros at the call: (dtype, shape) or None
 DTYPE = {dtype}
 SEED = {seed}
 LOOP = {loop}
@@ -344,6 +364,8 @@ def make_outputs(call):
         shape = shape_of(SIZES[call])
         fill = float("nan") if dtype.is_floating_point else -7777  # unwritten elements differ
         outs.append(torch.full(shape, fill, dtype=dtype))
+    if CARRY:
+        outs.append(torch.zeros(CARRY[1](SIZES[call]), dtype=CARRY[0]))
     return outs
 
 
@@ -422,7 +444,10 @@ def _driver(prog: Program, metas) -> str:
     ins = ", ".join(_shape_fn(d) for d in input_dims(prog))
     outs = ", ".join(f"({TORCH_DTYPE[_out_dtype(prog, metas, v)]}, {_shape_fn(d)})"
                      for v, d in zip(prog.outputs, output_dims(prog, metas)))
-    return _DRIVER.format(sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
+    carry = "None"
+    if prog.carry:
+        carry = f"({TORCH_DTYPE[_out_dtype(prog, metas, prog.outputs[0])]}, {_shape_fn(carry_dims(prog, metas))})"
+    return _DRIVER.format(carry=carry, sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
                           dtype=TORCH_DTYPE[prog.dtype], seed=prog.seed,
                           loop=bool(prog.loop_tiles), precision=TORCH_DTYPE[_precision(metas)])
 

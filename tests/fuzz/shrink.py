@@ -43,6 +43,8 @@ def valid(prog: Program) -> bool:
         if s.op in ("tril", "triu") and prog.rank < 2:
             return False
         metas.append(result_meta(s, metas))
+    if prog.carry and (not looped or prog.window is not None):
+        return False
     if prog.retile is not None and prog.retile[0] >= len(prog.steps):
         return False
     if prog.window is not None and (prog.epilogue is not None or not looped or prog.window[0] in looped
@@ -121,6 +123,8 @@ def _variants(prog: Program) -> Iterator[Program]:
             yield replace(prog, input_masks=prog.input_masks[:i] + (frozenset(),) + prog.input_masks[i + 1:])
     if prog.window is not None:
         yield replace(prog, window=None)
+    if prog.carry:
+        yield replace(prog, carry=False)
     if prog.dynamic_in:
         yield replace(prog, dynamic_in=())
     if prog.retile is not None:

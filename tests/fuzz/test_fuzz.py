@@ -60,6 +60,15 @@ def test_a_correct_program_passes():
     assert outcome.status == "pass", outcome.detail
 
 
+def test_a_loop_carried_accumulator_passes_and_a_lost_update_fails(monkeypatch):
+    prog = replace(LOOP_PROGRAM, carry=True)
+    assert "acc[0:4, :] = t5 + acc[0:4, :]" in render(prog)
+    assert run_program(prog).status == "pass"
+    monkeypatch.setattr(oracle, "render", lambda p: render(p).replace(
+        "acc[0:4, :] = t5 + acc[0:4, :]", "acc[0:4, :] = t5 + 0.0", 1))
+    assert run_program(prog).kind == "mismatch"
+
+
 def test_a_wrong_number_is_a_mismatch(monkeypatch):
     def wrong_op(prog):  # the kernel computes abs where the reference computes exp
         return render(prog).replace("t2 = pypto.exp(t0)", "t2 = pypto.abs(t0)", 1)
