@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from . import oracle
@@ -120,3 +120,27 @@ def test_the_script_prints_one_summary_line(tmp_path, capsys):
     line = capsys.readouterr().out.strip()
     assert re.fullmatch(r"fuzz seed 7: 3 kernels run, \d passed, 0 failed, \d rejected-as-invalid "
                         r"\(PyptoError\), [\d.]+ s", line), line
+
+
+def test_the_generator_reaches_every_feature():
+    seen = set()
+
+    @hypothesis_seed(3)
+    @settings(max_examples=400, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def draw(prog):
+        assert valid(prog), prog
+        seen.update({f"rank{prog.rank}", prog.dtype, *(d.kind for d in prog.dims), *(s.op for s in prog.steps)})
+        seen.update(name for name, on in [
+            ("loop", prog.loop_tiles), ("nested loop", len(prog.loop_tiles) == 2), ("window", prog.window),
+            ("carry", prog.carry), ("explicit views", prog.explicit_views), ("retile", prog.retile),
+            ("ellipsis", prog.ellipsis_from is not None), ("broadcast", any(prog.input_masks)),
+            ("tile larger than dim", prog.loop_tiles and prog.loop_tiles[0] > max(prog.dims[0].sizes)),
+            ("epilogue " + (prog.epilogue.op if prog.epilogue else "none"), True)] if on)
+    draw()
+    wanted = {"rank0", "rank4", "fp32", "fp16", "bf16", "int32", "int16", "dyn", "named", "static", "int",
+              "if", "where", "cast", "sum", "softmax", "cumsum", "tril", "loop", "nested loop", "window",
+              "carry", "explicit views", "retile", "ellipsis", "broadcast", "tile larger than dim",
+              "epilogue matmul", "epilogue transpose", "epilogue concat"}
+    assert wanted <= seen, sorted(wanted - seen)
