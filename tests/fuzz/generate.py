@@ -176,7 +176,8 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER,
     if known_issues and fixed and n_inputs + (epilogue is not None and epilogue.op == "matmul") > 1:
         n_tensors = n_inputs + (epilogue is not None and epilogue.op == "matmul")
         dynamic_in = ((draw(st.integers(1, n_tensors - 1)), draw(st.sampled_from(fixed))),)
-    return Program(carry=carry, dynamic_in=dynamic_in, retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
+    strided = rank >= 2 and draw(st.integers(0, 4)) == 0
+    return Program(strided=strided, carry=carry, dynamic_in=dynamic_in, retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
                    outputs=tuple(outputs), loop_tiles=loop_tiles, vec_tile=vec_tile,
                    ellipsis_from=ellipsis, explicit_views=bool(n_loop) and draw(st.integers(0, 3)) == 0,
                    seed=draw(st.integers(0, 2 ** 16)), epilogue=epilogue)

@@ -333,6 +333,7 @@ _DRIVER = '''\
 SIZES = {sizes}
 INPUT_SHAPES = {in_shapes}  # per input: its shape from the call's sizes
 OUTPUTS = {outputs}  # per output: (dtype, shape from the call's sizes)
+STRIDED = {strided}  # pass non-contiguous tensors (same values, last two dims' strides swapped)
 CARRY = {carry}  # the loop's accumulator, zeros at the call: (dtype, shape) or None
 DTYPE = {dtype}
 SEED = {seed}
@@ -346,6 +347,10 @@ PRECISION = {precision}
 TOLERANCE = {{torch.float32: (1e-4, 1e-5), torch.float16: (4e-3, 4e-3), torch.bfloat16: (3e-2, 3e-2)}}
 
 
+def _layout(t):
+    return t.transpose(-1, -2).contiguous().transpose(-1, -2) if STRIDED and t.dim() >= 2 else t
+
+
 def make_inputs(call):
     g = torch.Generator().manual_seed(SEED + call)
     ins = []
@@ -355,7 +360,7 @@ def make_inputs(call):
             ins.append((torch.rand(shape, generator=g) * 4 - 2).to(DTYPE))
         else:
             ins.append(torch.randint(-4, 5, shape, generator=g, dtype=torch.int64).to(DTYPE))
-    return ins
+    return [_layout(t) for t in ins]
 
 
 def make_outputs(call):
@@ -366,7 +371,7 @@ def make_outputs(call):
         outs.append(torch.full(shape, fill, dtype=dtype))
     if CARRY:
         outs.append(torch.zeros(CARRY[1](SIZES[call]), dtype=CARRY[0]))
-    return outs
+    return [_layout(t) for t in outs]
 
 
 def rounding_spread(ins, want):
@@ -447,7 +452,7 @@ def _driver(prog: Program, metas) -> str:
     carry = "None"
     if prog.carry:
         carry = f"({TORCH_DTYPE[_out_dtype(prog, metas, prog.outputs[0])]}, {_shape_fn(carry_dims(prog, metas))})"
-    return _DRIVER.format(carry=carry, sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
+    return _DRIVER.format(strided=prog.strided, carry=carry, sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
                           dtype=TORCH_DTYPE[prog.dtype], seed=prog.seed,
                           loop=bool(prog.loop_tiles), precision=TORCH_DTYPE[_precision(metas)])
 

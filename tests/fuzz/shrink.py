@@ -125,6 +125,8 @@ def _variants(prog: Program) -> Iterator[Program]:
         yield replace(prog, window=None)
     if prog.carry:
         yield replace(prog, carry=False)
+    if prog.strided:
+        yield replace(prog, strided=False)
     if prog.dynamic_in:
         yield replace(prog, dynamic_in=())
     if prog.retile is not None:

@@ -134,13 +134,13 @@ def test_the_generator_reaches_every_feature():
         seen.update({f"rank{prog.rank}", prog.dtype, *(d.kind for d in prog.dims), *(s.op for s in prog.steps)})
         seen.update(name for name, on in [
             ("loop", prog.loop_tiles), ("nested loop", len(prog.loop_tiles) == 2), ("window", prog.window),
-            ("carry", prog.carry), ("explicit views", prog.explicit_views), ("retile", prog.retile),
+            ("carry", prog.carry), ("strided", prog.strided), ("explicit views", prog.explicit_views), ("retile", prog.retile),
             ("ellipsis", prog.ellipsis_from is not None), ("broadcast", any(prog.input_masks)),
             ("tile larger than dim", prog.loop_tiles and prog.loop_tiles[0] > max(prog.dims[0].sizes)),
             ("epilogue " + (prog.epilogue.op if prog.epilogue else "none"), True)] if on)
     draw()
     wanted = {"rank0", "rank4", "fp32", "fp16", "bf16", "int32", "int16", "dyn", "named", "static", "int",
               "if", "where", "cast", "sum", "softmax", "cumsum", "tril", "loop", "nested loop", "window",
-              "carry", "explicit views", "retile", "ellipsis", "broadcast", "tile larger than dim",
+              "carry", "strided", "explicit views", "retile", "ellipsis", "broadcast", "tile larger than dim",
               "epilogue matmul", "epilogue transpose", "epilogue concat"}
     assert wanted <= seen, sorted(wanted - seen)
