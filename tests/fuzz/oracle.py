@@ -1,10 +1,11 @@
 """Run one fuzzed program against torch and judge it.
 
 The program's script (`render.render`) is written to a temporary module file and imported, so
-errors point at real lines; it is called twice (the second call with other runtime sizes) and
-compared with its torch reference. Outcomes:
+errors point at real lines; it is called three times (other runtime sizes at the second call, the
+first sizes again with new values at the third), and each call is compared with its torch
+reference. Outcomes:
 
-* ``pass``: both calls match torch and the kernel compiled exactly once;
+* ``pass``: every call matches torch and the kernel compiled exactly once;
 * ``rejected``: pypto refused the program with a `pypto.PyptoError` (counted apart; the message's
   first line is kept so rejections can be reviewed);
 * ``fail``: a wrong number, a second compile, or any other exception (an internal error).
@@ -69,7 +70,7 @@ def _error(exc: BaseException, source: str) -> Outcome:
 
 
 def run_program(prog: Program, workdir: str | Path | None = None) -> Outcome:
-    """Run ``prog`` twice against torch; see the module docstring for the outcomes."""
+    """Run ``prog`` three times against torch; see the module docstring for the outcomes."""
     try:
         source = render(prog)
     except Exception:  # noqa: BLE001 - a generator bug, reported like a failure

@@ -1,5 +1,5 @@
 """Render a `Program` as one standalone Python script: the pypto kernel, the torch reference, and a
-driver that calls the kernel twice (different runtime sizes) and compares with the reference.
+driver that calls the kernel three times (runtime sizes A, B, A) and compares with the reference.
 
 The same text is what the fuzzer runs (imported from a temporary module file, so tracebacks and
 kernel-line errors point into it) and what it saves for a failure: paste it, run it, read
@@ -330,7 +330,7 @@ def _reference(prog: Program, metas) -> str:
 
 
 _DRIVER = '''\
-SIZES = {sizes}
+SIZES = {sizes}  # per call
 INPUT_SHAPES = {in_shapes}  # per input: its shape from the call's sizes
 OUTPUTS = {outputs}  # per output: (dtype, shape from the call's sizes)
 STRIDED = {strided}  # pass non-contiguous tensors (same values, last two dims' strides swapped)
@@ -442,10 +442,11 @@ if __name__ == "__main__":
 
 
 def _driver(prog: Program, metas) -> str:
-    sizes = [[d.sizes[c] for d in prog.dims] for c in (0, 1)]
+    # the third call repeats the first sizes with new values: plans cached per size must not go stale
+    sizes = [[d.sizes[c] for d in prog.dims] for c in (0, 1, 0)]
     if prog.epilogue is not None and prog.epilogue.op == "matmul":
-        for c in (0, 1):
-            sizes[c].append(prog.epilogue.n.sizes[c])
+        for c, size in enumerate(sizes):
+            size.append(prog.epilogue.n.sizes[c % 2])
     ins = ", ".join(_shape_fn(d) for d in input_dims(prog))
     outs = ", ".join(f"({TORCH_DTYPE[_out_dtype(prog, metas, v)]}, {_shape_fn(d)})"
                      for v, d in zip(prog.outputs, output_dims(prog, metas)))

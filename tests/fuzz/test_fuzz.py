@@ -1,10 +1,11 @@
 """The differential fuzzer's short profile: random valid kernels against torch (see README.md).
 
 Each example is a whole program (ranks 0-4, DYNAMIC/STATIC/int/named dims, tiles, loops with
-views and assembles, runtime ``if``, chains of 2-8 ops) run twice with different runtime sizes:
-both calls must match torch and compile once. A failure shows hypothesis' shrunk program as a
-standalone script. The examples are derandomized so the suite is repeatable; set
-``PYPTO_FUZZ_SEED`` to explore other programs, or run ``bash scripts/fuzz.sh N`` for long sweeps.
+views and assembles, runtime ``if``, chains of 2-8 ops) run with runtime sizes A, B, then A again
+with new values: every call must match torch, and the kernel must compile once. A failure shows
+hypothesis' shrunk program as a standalone script. The examples are derandomized so the suite is
+repeatable; set ``PYPTO_FUZZ_SEED`` to explore other programs, or run ``bash scripts/fuzz.sh N``
+for long sweeps.
 """
 
 from __future__ import annotations
