@@ -31,7 +31,7 @@ from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..ir import expr as E
 from .common import check_dtype, dims_equal, dtype_arg, emit, loc, require, tensor_arg
-from .matmul import matmul_dims
+from .matmul import batch_valid, matmul_dims
 from .registry import register
 
 SCALED_MM_IN = (DT_INT8, DT_FP16, DT_BF16)
@@ -91,7 +91,7 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
         ins.append(val)
     vm = a.valid_shape[-1] if a_trans else a.valid_shape[-2]
     vn = b.valid_shape[-2] if b_trans else b.valid_shape[-1]
-    return emit("scaled_mm", ins, [(out_dt, (*batch, m, n), (*batch, vm, vn))], attrs)
+    return emit("scaled_mm", ins, [(out_dt, (*batch, m, n), (*batch_valid(a, b, batch), vm, vn))], attrs)
 
 
 def _block_scales(s, k, like):

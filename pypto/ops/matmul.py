@@ -57,8 +57,23 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
                                                           & attrs.keys()):
         attrs["same_dtype"] = True  # see _matmul
     shape = (*batch, m, n)
-    valid = (*batch, vm, vn)
+    valid = (*batch_valid(a, b, batch), vm, vn)
     return emit("matmul", ins, [(out_dt, shape, valid)], attrs)
+
+
+def batch_valid(a, b, batch) -> tuple:
+    """Valid extent of each batch dim of ``a @ b``: that of the first operand spanning it (as for
+    elementwise ops). The full batch size would claim the padding of a tail tile as valid."""
+    out = []
+    for d in range(len(batch)):
+        pick = 1
+        for v in (a, b):
+            k = d - (len(batch) - (v.rank - 2))
+            if k >= 0 and not (isinstance(v.shape[k], int) and v.shape[k] == 1):
+                pick = v.valid_shape[k]
+                break
+        out.append(pick)
+    return tuple(out)
 
 
 def matmul_dims(op, a, b, a_trans, b_trans, names):

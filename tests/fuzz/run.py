@@ -1,0 +1,102 @@
+"""The fuzz script: ``python -m tests.fuzz.run N [--seed S] [--out DIR]`` (or scripts/fuzz.sh).
+
+Runs N random kernels (hypothesis draws them; the seed makes a sweep repeatable), prints one
+summary line, and writes a shrunk standalone repro of each distinct failure to DIR, plus
+``rejections.txt`` (how many programs pypto refused, by error and message) for review.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from .generate import programs
+from .oracle import Outcome, repro_text, run_program
+from .shrink import shrink
+
+
+def _family(outcome: Outcome) -> str:
+    """Failures of one cause: same kind and the same last line with the numbers taken out."""
+    last = outcome.detail.strip().splitlines()[-1] if outcome.detail.strip() else ""
+    if outcome.kind == "mismatch":
+        last = ""
+    return f"{outcome.kind}:{re.sub(r'[0-9.e+-]+', '#', last)[:120]}"
+
+
+def sweep(n: int, seed_value: int, max_steps: int = 8, known_issues: bool = False):
+    """Run ``n`` programs; returns (counts, failures [(program, outcome)], rejections Counter)."""
+    counts = collections.Counter()
+    failures, rejections = [], collections.Counter()
+    workdir = tempfile.TemporaryDirectory(prefix="pypto_fuzz_")
+
+    @seed(seed_value)
+    @settings(max_examples=n, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs(max_steps=max_steps, known_issues=known_issues))
+    def one(prog):
+        outcome = run_program(prog, workdir.name)
+        counts[outcome.status] += 1
+        if outcome.status == "fail":
+            failures.append((prog, outcome))
+        elif outcome.status == "rejected":
+            tiles = "default vec tiles" if prog.vec_tile is None else "drawn vec tiles"
+            rejections[f"{outcome.kind}: {re.sub(r'[0-9]+', '#', outcome.detail)[:160]} ({tiles})"] += 1
+
+    try:
+        one()
+    finally:
+        workdir.cleanup()
+    return counts, failures, rejections
+
+
+def write_repros(failures, out: Path, limit: int = 20) -> list[Path]:
+    """Shrink one failure per family and write it as ``out/fail_<k>.py``."""
+    out.mkdir(parents=True, exist_ok=True)
+    seen, paths = set(), []
+    for prog, outcome in failures:
+        fam = _family(outcome)
+        if fam in seen or len(paths) >= limit:
+            continue
+        seen.add(fam)
+        small = shrink(prog, lambda p: run_program(p).signature == outcome.signature)
+        final = run_program(small)
+        path = out / f"fail_{len(paths)}.py"
+        path.write_text(repro_text(final if final.status == "fail" else outcome))
+        paths.append(path)
+    return paths
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("n", type=int, help="how many kernels to run")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="fuzz-failures", help="folder for repros of failures")
+    ap.add_argument("--max-steps", type=int, default=8, help="longest op chain")
+    ap.add_argument("--known-issues", action="store_true",
+                    help="also draw programs pypto is known to get wrong today (see generate.programs)")
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    counts, failures, rejections = sweep(args.n, args.seed, args.max_steps, args.known_issues)
+    elapsed = time.perf_counter() - start
+    out = Path(args.out)
+    paths = write_repros(failures, out) if failures else []
+    if rejections:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"rejections_seed{args.seed}.txt").write_text(
+            "".join(f"{v:6d}  {k}\n" for k, v in rejections.most_common()))
+    total = sum(counts.values())
+    print(f"fuzz seed {args.seed}: {total} kernels run, {counts['pass']} passed, {counts['fail']} failed, "
+          f"{counts['rejected']} rejected-as-invalid (PyptoError), {elapsed:.1f} s"
+          + (f"; repros: {', '.join(map(str, paths))}" if paths else ""))
+    return 1 if counts["fail"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The differential fuzzer's short profile: random valid kernels against torch (see README.md).
+
+Each example is a whole program (ranks 0-4, DYNAMIC/STATIC/int/named dims, tiles, loops with
+views and assembles, runtime ``if``, chains of 2-8 ops) run with runtime sizes A, B, then A again
+with new values: every call must match torch, and the kernel must compile once. A failure shows
+hypothesis' shrunk program as a standalone script. The examples are derandomized so the suite is
+repeatable; set ``PYPTO_FUZZ_SEED`` to explore other programs, or run ``bash scripts/fuzz.sh N``
+for long sweeps.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+
+from . import oracle
+from .generate import programs
+from .oracle import CAPACITY_ERRORS, repro_text, run_program
+from .program import Dim, Program, Step
+from .render import render
+from .run import main as run_main
+from .shrink import shrink, valid
+
+# about 12 s of one core per profile on an idle machine (~0.3 s a kernel, three calls each)
+EXAMPLES = int(os.environ.get("PYPTO_FUZZ_EXAMPLES", "40"))
+SEED = os.environ.get("PYPTO_FUZZ_SEED")
+
+
+def _fuzz(dtypes):
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=SEED is None,
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(programs(dtypes=dtypes))
+    def check(prog):
+        outcome = run_program(prog)
+        if outcome.status == "fail" or (outcome.status == "rejected" and outcome.kind not in CAPACITY_ERRORS):
+            raise AssertionError("a valid program failed:\n" + repro_text(outcome))
+    return hypothesis_seed(int(SEED))(check) if SEED is not None else check
+
+
+@pytest.mark.parametrize("dtypes", [("fp32",), ("fp16", "bf16"), ("int32", "int16")], ids=["fp32", "half", "int"])
+def test_random_kernels_match_torch(dtypes):
+    _fuzz(dtypes)()
+
+
+# ---- the fuzzer's own parts: the judge must be able to fail, the shrinker must shrink -----------
+
+LOOP_PROGRAM = Program(
+    dtype="fp32", dims=(Dim("dyn", (13, 5)), Dim("int", (7, 7))),
+    input_masks=(frozenset(), frozenset({0})),
+    steps=(Step("exp", (0,)), Step("add", (2, 1)), Step("sum", (3,), 1), Step("sub", (3, 4))),
+    outputs=(5,), loop_tiles=(4,), vec_tile=(4, 8))
+
+
+def test_a_correct_program_passes():
+    outcome = run_program(LOOP_PROGRAM)
+    assert outcome.status == "pass", outcome.detail
+
+
+def test_a_loop_carried_accumulator_passes_and_a_lost_update_fails(monkeypatch):
+    prog = replace(LOOP_PROGRAM, carry=True)
+    assert "acc[0:4, :] = t5 + acc[0:4, :]" in render(prog)
+    assert run_program(prog).status == "pass"
+    monkeypatch.setattr(oracle, "render", lambda p: render(p).replace(
+        "acc[0:4, :] = t5 + acc[0:4, :]", "acc[0:4, :] = t5 + 0.0", 1))
+    assert run_program(prog).kind == "mismatch"
+
+
+def test_a_wrong_number_is_a_mismatch(monkeypatch):
+    def wrong_op(prog):  # the kernel computes abs where the reference computes exp
+        return render(prog).replace("t2 = pypto.exp(t0)", "t2 = pypto.abs(t0)", 1)
+    monkeypatch.setattr(oracle, "render", wrong_op)
+    outcome = run_program(LOOP_PROGRAM)
+    assert (outcome.status, outcome.kind) == ("fail", "mismatch")
+    assert "expected" in outcome.detail and "pypto.abs(t0)" in repro_text(outcome)
+
+
+def test_an_unwritten_tail_is_a_mismatch(monkeypatch):
+    def floor_loop(prog):  # 13 rows in tiles of 4: floor division skips the last row
+        return render(prog).replace("pypto.ceildiv(x0.shape[0], 4)", "x0.shape[0] // 4", 1)
+    monkeypatch.setattr(oracle, "render", floor_loop)
+    outcome = run_program(LOOP_PROGRAM)
+    assert (outcome.status, outcome.kind) == ("fail", "mismatch")
+    assert "call 0 sizes [13, 7]: out0: 7 of 91 elements differ" in outcome.detail
+
+
+def test_an_internal_error_is_a_failure_and_a_pypto_error_a_rejection(monkeypatch):
+    monkeypatch.setattr(oracle, "render", lambda prog: render(prog).replace(
+        "t2 = pypto.exp(t0)", "t2 = pypto.exp(t0)\n        t2.no_such_attribute", 1))
+    assert run_program(LOOP_PROGRAM).kind == "AttributeError"
+    assert run_program(LOOP_PROGRAM).status == "fail"
+    monkeypatch.setattr(oracle, "render", lambda prog: render(prog).replace(
+        "t2 = pypto.exp(t0)", "t2 = pypto.exp(pypto.cast(t0, pypto.DT_INT32))", 1))
+    assert run_program(LOOP_PROGRAM).status == "rejected"
+
+
+def test_a_second_compile_is_a_failure():
+    prog = replace(LOOP_PROGRAM, dims=(Dim("static", (13, 5)), Dim("int", (7, 7))))
+    outcome = run_program(prog)
+    assert (outcome.status, outcome.kind) == ("fail", "recompiled")
+
+
+def test_shrink_keeps_only_what_the_failure_needs():
+    calls = []
+
+    def has_sum(prog):
+        calls.append(prog)
+        return any(s.op == "sum" for s in prog.steps)
+    small = shrink(LOOP_PROGRAM, has_sum)
+    assert [s.op for s in small.steps] == ["sum"]
+    assert small.loop_tiles == () and small.vec_tile is None and small.n_inputs == 1
+    assert all(valid(p) for p in calls)
+
+
+def test_the_script_prints_one_summary_line(tmp_path, capsys):
+    assert run_main(["3", "--seed", "7", "--out", str(tmp_path / "repros")]) == 0
+    line = capsys.readouterr().out.strip()
+    assert re.fullmatch(r"fuzz seed 7: 3 kernels run, \d passed, 0 failed, \d rejected-as-invalid "
+                        r"\(PyptoError\), [\d.]+ s", line), line
+
+
+def test_the_generator_reaches_every_feature():
+    seen = set()
+
+    @hypothesis_seed(3)
+    @settings(max_examples=400, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def draw(prog):
+        assert valid(prog), prog
+        seen.update({f"rank{prog.rank}", prog.dtype, *(d.kind for d in prog.dims), *(s.op for s in prog.steps)})
+        seen.update(name for name, on in [
+            ("loop", prog.loop_tiles), ("nested loop", len(prog.loop_tiles) == 2), ("window", prog.window),
+            ("carry", prog.carry), ("strided", prog.strided), ("explicit views", prog.explicit_views), ("retile", prog.retile),
+            ("ellipsis", prog.ellipsis_from is not None), ("broadcast", any(prog.input_masks)),
+            ("tile larger than dim", prog.loop_tiles and prog.loop_tiles[0] > max(prog.dims[0].sizes)),
+            ("epilogue " + (prog.epilogue.op if prog.epilogue else "none"), True)] if on)
+    draw()
+    wanted = {"rank0", "rank4", "fp32", "fp16", "bf16", "int32", "int16", "dyn", "named", "static", "int",
+              "if", "where", "cast", "sum", "softmax", "cumsum", "tril", "loop", "nested loop", "window",
+              "carry", "strided", "explicit views", "retile", "ellipsis", "broadcast", "tile larger than dim",
+              "epilogue matmul", "epilogue transpose", "epilogue concat"}
+    assert wanted <= seen, sorted(wanted - seen)
