@@ -257,7 +257,7 @@ class Expander:
             n = -(-part.shape[d] // group)
             valid = tuple(E.simplify_dim(E.ceildiv(pvalid[a], group)) if a == d else pvalid[a] for a in range(R))
             merged = self.new_value(part.dtype, tuple(n if a == d else s for a, s in enumerate(part.shape)), valid,
-                                    f"{op.outputs[0].name}_partial")
+                                    f"{part.name}_group")
             ggrid = tuple(n if a == d else g for a, g in enumerate(grid))
             gin = Access(part, None, tuple(group if a == d else tile[a] for a in range(R)), (0,) * R, axes, pvalid)
             gout = Access(merged, None, tuple(1 if a == d else tile[a] for a in range(R)), (0,) * R, axes, valid)

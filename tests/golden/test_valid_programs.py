@@ -101,3 +101,14 @@ def test_rank0_ops_under_a_vector_tile(tile, body, want):
 
     x, y = torch.tensor(0.25), torch.tensor(-1.5)
     check_kernel(kernel, [x, y], want(x, y))
+
+
+def test_softmax_split_over_many_tiles_combines_in_groups():
+    # found by the fuzzer: softmax's max and sum combine their partials in groups too
+    @pypto.jit
+    def kernel(x: pypto.Tensor([D, D, 7, D], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(3, 32, 1, 32)
+        return pypto.softmax(x, 2)
+
+    x = rand((5, 33, 7, 40), seed=8)
+    check_kernel(kernel, [x], torch.softmax(x, 2), loose=True)
