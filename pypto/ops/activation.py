@@ -118,7 +118,7 @@ def expand_exp_dif(input, other):
     va, vb = input._value, other._value
     shape = broadcast_shapes("expand_exp_dif", [va.shape, vb.shape], ["input", "other"])
     attrs = {"bcast": (bcast_flags(va.shape, shape), bcast_flags(vb.shape, shape))}
-    return emit("expand_exp_dif", [input, other], [(input.dtype, shape, valid_of(va, vb))], attrs)
+    return emit("expand_exp_dif", [input, other], [(input.dtype, shape, valid_of(va, vb, op="expand_exp_dif", params=["input", "other"]))], attrs)
 
 
 @register("expand_exp_dif", kind="vector", fp32_math=True, dtypes=FLOATS)

@@ -19,6 +19,7 @@ from .._lazy import torch
 from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
+from ..ir.guards import checker
 from ..ops.registry import REGISTRY
 from .control import Stitcher, walk
 from .memory import Layout, Memory
@@ -136,10 +137,14 @@ class LoweredExecutor:
         self.symbol_defaults = dict.fromkeys(unbound_symbols(lowered.program), 0)
         self._plans: OrderedDict = OrderedDict()
         self._knobs = (object(), None, None, None)
+        # sizes the program assumes equal, checked before anything runs (ir/guards.py)
+        self.check_sizes = checker(lowered.program.guards, lowered.program.symbols)
 
     def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
         of this call (runtime options such as stitching are read per call, not per compile)."""
+        if self.check_sizes is not None:
+            self.check_sizes(env)
         knobs = self._knobs
         if knobs[0] is not options:  # read once per resolved options object
             if options is not None:
