@@ -1,0 +1,58 @@
+"""Tensor arguments that share memory with an argument the kernel writes.
+
+A call reads its inputs as they were when it started: a parameter the kernel only reads whose
+memory overlaps a written parameter (``kernel(x, x)``, ``kernel(a[0:5], a[1:6])``) is copied
+before anything runs, so the result is the kernel's function of the inputs whatever the tile
+shapes and the schedule (torch's ``out=`` semantics for an exact alias). Two written parameters
+that overlap are refused before anything runs: which write lands last would depend on the tiles.
+
+The test on the hot path is one data pointer per argument; only arguments sharing a storage are
+compared by byte range (conservative: interleaved views of one storage count as overlapping).
+"""
+
+from __future__ import annotations
+
+from ..errors import ArgumentValueError
+
+
+def byte_range(t) -> tuple:
+    """[first byte, end) that ``t`` can touch in its storage."""
+    start = t.data_ptr()
+    if t.numel() == 0:
+        return start, start
+    last = sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+    return start, start + (last + 1) * t.element_size()
+
+
+def separate_overlaps(lowered, tensors: list) -> list:
+    """``tensors``, with read-only arguments that overlap a written one replaced by copies; raises
+    `ArgumentValueError` when two written arguments overlap."""
+    if len(tensors) < 2:
+        return tensors
+    storages = [t.untyped_storage().data_ptr() for t in tensors]
+    if len(set(storages)) == len(storages):
+        return tensors
+    params = lowered.program.params
+    written = lowered.written_params
+    out = list(tensors)
+    for j in range(len(tensors)):
+        for i in range(j):
+            if storages[i] != storages[j]:
+                continue
+            wi, wj = params[i].value.id in written, params[j].value.id in written
+            if not (wi or wj):
+                continue
+            (a, b), (c, d) = byte_range(tensors[i]), byte_range(tensors[j])
+            if not (a < d and c < b):
+                continue
+            if wi and wj:
+                raise ArgumentValueError(
+                    f"tensor arguments '{params[i].name}' and '{params[j].name}' are both written by the kernel "
+                    f"and share memory", expected="written arguments with memory of their own",
+                    got=f"byte ranges [{a:#x}, {b:#x}) and [{c:#x}, {d:#x}) of one storage overlap",
+                    param=params[j].name, loc=lowered.program.loc,
+                    hint="pass separate tensors and combine them after the call")
+            r = j if wi else i
+            if out[r] is tensors[r]:
+                out[r] = tensors[r].clone()  # the values before any write
+    return out
