@@ -238,3 +238,19 @@ def test_two_written_arguments_sharing_memory_are_refused():
 def test_read_only_arguments_may_share_memory():
     buf = rand((8, 64), seed=5)
     check_kernel(add_tiled, [buf, buf, _out(8, 64)], buf + buf, out=2)
+
+
+@pypto.jit
+def norm(x: pypto.Tensor([8, D], FP32), gamma: pypto.Tensor([D], FP32), out: pypto.Tensor([8, D], FP32)):
+    pypto.set_vec_tile_shapes(8, 64)
+    out[:] = pypto.rms_norm(x, gamma, 1e-6)
+
+
+def test_rms_norm_gamma_is_checked_against_the_last_dim():
+    x, gamma = rand((8, 48), seed=1), rand((48,), seed=2)
+    out = _out(8, 48)
+    with pytest.raises(ArgumentValueError, match="'gamma' and the last dim of 'input'"):
+        norm(x, rand((40,)), out)
+    _untouched(out)
+    want = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * gamma
+    check_kernel(norm, [x, gamma, _out(8, 48)], want, out=2)
