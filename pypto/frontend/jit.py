@@ -31,6 +31,7 @@ from ..ir.printer import format_program
 from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord
 from ..passes.dump import dump_compiled
 from ..passes.pipeline import lower
+from ..runtime.argument_overlap import refuse_written_overlaps
 from ..runtime.execute import LoweredExecutor
 from ..runtime.verify import verify
 from .checks import check_source
@@ -312,6 +313,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
                 self._misses += 1
         if strided is not None:  # before a hit is counted: a refused call is not a hit
             check_written(strided, entry.compiled, sig.tensors, self.loc)
+            refuse_written_overlaps(entry.compiled.lowered, tensors, strided)
         if count and reason is None:
             entry.hits += 1
             self._hits += 1

@@ -7,7 +7,8 @@ shapes and the schedule (torch's ``out=`` semantics for an exact alias). Two wri
 that overlap are refused before anything runs: which write lands last would depend on the tiles.
 
 The test on the hot path is one data pointer per argument; only arguments sharing a storage are
-compared by byte range (conservative: interleaved views of one storage count as overlapping).
+compared, by byte range, then (for strided views whose ranges interleave, ``a[:, :8]`` and
+``a[:, 8:]``) element by element.
 """
 
 from __future__ import annotations
@@ -22,6 +23,33 @@ def byte_range(t) -> tuple:
         return start, start
     last = sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
     return start, start + (last + 1) * t.element_size()
+
+
+def _elements_overlap(t, u) -> bool:
+    """Whether two views of one storage whose byte ranges overlap share an element."""
+    if t.is_contiguous() and u.is_contiguous():
+        return True  # dense ranges: overlapping ranges share bytes
+    if t.element_size() != u.element_size() or t.dtype.is_complex or u.dtype.is_complex:
+        return True  # different element grids: keep the conservative answer
+    from .._lazy import torch
+
+    marks = torch.zeros(t.untyped_storage().nbytes() // t.element_size(), dtype=torch.bool)
+    marks.as_strided(t.shape, t.stride(), t.storage_offset()).fill_(True)
+    return bool(marks.as_strided(u.shape, u.stride(), u.storage_offset()).any())
+
+
+def refuse_written_overlaps(lowered, tensors: list, strided: list) -> None:
+    """For a call with strided arguments (run on dense copies, `frontend.strided`): refuse two
+    written arguments that overlap in the caller's memory (their copies would be written back one
+    after the other). ``strided`` is ``[(index, caller's tensor)]``."""
+    callers = list(tensors)
+    for i, original in strided:
+        if hasattr(original, "untyped_storage"):  # a torch view (numpy copies own their memory)
+            callers[i] = original
+    written = lowered.written_params
+    params = lowered.program.params
+    only_written = [t if params[k].value.id in written else t.new_empty(0) for k, t in enumerate(callers)]
+    separate_overlaps(lowered, only_written)
 
 
 def separate_overlaps(lowered, tensors: list) -> list:
@@ -43,7 +71,7 @@ def separate_overlaps(lowered, tensors: list) -> list:
             if not (wi or wj):
                 continue
             (a, b), (c, d) = byte_range(tensors[i]), byte_range(tensors[j])
-            if not (a < d and c < b):
+            if not (a < d and c < b) or not _elements_overlap(tensors[i], tensors[j]):
                 continue
             if wi and wj:
                 raise ArgumentValueError(

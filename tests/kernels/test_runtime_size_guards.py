@@ -254,3 +254,15 @@ def test_rms_norm_gamma_is_checked_against_the_last_dim():
     _untouched(out)
     want = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6) * gamma
     check_kernel(norm, [x, gamma, _out(8, 48)], want, out=2)
+
+
+def test_two_written_strided_arguments_sharing_memory_are_refused():
+    """Strided outputs run on dense copies written back after the call: overlapping ones would be
+    written back one over the other."""
+    buf = torch.full((8, 10), SENTINEL)
+    with pytest.raises(ArgumentValueError, match="'out1' and 'out2' are both written"):
+        two_outputs(rand((8, 8)), buf[:, 0:8], buf[:, 2:10])
+    _untouched(buf)
+    x = rand((8, 8), seed=3)
+    buf = torch.empty(8, 16)
+    check_kernel(two_outputs, [x, buf[:, 0:8], buf[:, 8:16]], (x + 1.0, x * 2.0), out=[1, 2])
