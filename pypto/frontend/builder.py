@@ -234,12 +234,17 @@ class Tracer:
         pairs = reduce_to_sizes(a, b, loops, rel)
         if pairs is None:
             return False
-        when = tuple((c, answer) for ex in self._explorers for c, answer, _ in ex.decisions
-                     if size_only(c, loops))
+        when = self._size_conditions(loops)
         loc = loc or user_loc(3)
         for x, y in pairs:
             self.size_guards.append(SizeGuard(x, y, what, loc, when, rel))
         return True
+
+    def _size_conditions(self, loops) -> tuple:
+        """The runtime conditions on sizes of the path being traced; conditions on loop indices or
+        element values cannot be decided before the run and are left out (taken as true)."""
+        return tuple((c, answer) for ex in self._explorers for c, answer, _ in ex.decisions
+                     if size_only(c, loops))
 
     def require_exact(self, num, den, loc=None) -> None:
         """``num / den`` of runtime sizes: record that it must divide exactly (checked before each
@@ -255,7 +260,7 @@ class Tracer:
         hint = f"write {E.render(num, 5)} // {E.render(den, 6)} to round down or " \
                f"pypto.ceildiv({E.render(num)}, {E.render(den)}) to round up"
         if not (size_only(num, loops) and size_only(den, loops)):
-            raise KernelSyntaxError(f"true division of a runtime size by a loop index or element value: {text}",
+            raise KernelSyntaxError(f"true division mixing a runtime size with a loop index or element value: {text}",
                                     expected="// (floor) or pypto.ceildiv", got=text, hint=hint, loc=loc)
         rem = E.simplify_dim(E.mod(num, den))
         if isinstance(rem, int):
@@ -264,9 +269,7 @@ class Tracer:
                                         expected="// (floor) or pypto.ceildiv", got=f"remainder {rem}",
                                         hint=hint, loc=loc)
             return
-        when = tuple((c, answer) for ex in self._explorers for c, answer, _ in ex.decisions
-                     if size_only(c, loops))
-        self.size_guards.append(SizeGuard(num, den, "true division", loc, when, "exact"))
+        self.size_guards.append(SizeGuard(num, den, "true division", loc, self._size_conditions(loops), "exact"))
 
     # ---- ops -----------------------------------------------------------------------------------
     def emit(self, kind: str, inputs, outputs, attrs=None, loc=None) -> Op:

@@ -72,6 +72,7 @@ def broadcast_shapes(op: str, shapes, params) -> tuple:
     rank = max(len(s) for s in shapes)
     out = []
     where = loc()
+    params = list(params) + [f"operand {i}" for i in range(len(params), len(shapes))]
     for d in range(rank):
         size, owner = 1, None
         for s, p in zip(shapes, params):
@@ -83,8 +84,8 @@ def broadcast_shapes(op: str, shapes, params) -> tuple:
                 continue
             if isinstance(size, int) and size == 1:
                 size, owner = dim, (p, k)
-            elif isinstance(size, E.Expr) or isinstance(dim, E.Expr):
-                same_size(size, dim, f"pypto.{op}: {owner[0]!r} dim {owner[1]} and {p!r} dim {k}", where)
+            elif (isinstance(size, E.Expr) or isinstance(dim, E.Expr)) and \
+                    _may_agree(size, dim, f"pypto.{op}: {owner[0]!r} dim {owner[1]} and {p!r} dim {k}", where):
                 if isinstance(dim, int):  # the static one, if any, is the better bound
                     size, owner = dim, (p, k)
             elif not dims_equal(size, dim):
@@ -94,6 +95,17 @@ def broadcast_shapes(op: str, shapes, params) -> tuple:
                     got=" vs ".join(E.render_dims(s) for s in shapes), loc=where)
         out.append(size)
     return tuple(out)
+
+
+def _may_agree(a, b, what: str, where) -> bool:
+    """A runtime size against a static one or another runtime size: they may agree (a size guard
+    checks it before each call) unless they provably differ (``n`` and ``n + 1``)."""
+    if isinstance(a, E.Expr) and isinstance(b, E.Expr) and not dims_equal(a, b):
+        return False
+    tracer = current()
+    if tracer is not None and a != b:
+        tracer.require_equal(a, b, what, where)
+    return True
 
 
 def same_size(a, b, what: str, where=None) -> bool:

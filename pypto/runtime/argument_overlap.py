@@ -4,7 +4,10 @@ A call reads its inputs as they were when it started: a parameter the kernel onl
 memory overlaps a written parameter (``kernel(x, x)``, ``kernel(a[0:5], a[1:6])``) is copied
 before anything runs, so the result is the kernel's function of the inputs whatever the tile
 shapes and the schedule (torch's ``out=`` semantics for an exact alias). Two written parameters
-that overlap are refused before anything runs: which write lands last would depend on the tiles.
+passed the very same tensor (a cache updated in place and returned as an output, as upstream's
+models do) are one memory whose accesses are ordered as the program says; two written
+parameters that overlap otherwise are refused before anything runs: which write lands last
+would depend on the tiles.
 
 The test on the hot path is one data pointer per argument; only arguments sharing a storage are
 compared, by byte range, then (for strided views whose ranges interleave, ``a[:, :8]`` and
@@ -49,20 +52,23 @@ def refuse_written_overlaps(lowered, tensors: list, strided: list) -> None:
     written = lowered.written_params
     params = lowered.program.params
     only_written = [t if params[k].value.id in written else t.new_empty(0) for k, t in enumerate(callers)]
-    separate_overlaps(lowered, only_written)
+    separate_overlaps(lowered, only_written, allow_same=False)
 
 
-def separate_overlaps(lowered, tensors: list) -> list:
-    """``tensors``, with read-only arguments that overlap a written one replaced by copies; raises
-    `ArgumentValueError` when two written arguments overlap."""
+def separate_overlaps(lowered, tensors: list, allow_same: bool = True):
+    """``(tensors, same)``: read-only arguments that overlap a written one replaced by copies, and
+    ``same``, pairs (value id, value id of an earlier parameter) of written parameters passed the
+    very same tensor (``kernel(cache, cache)`` for an input updated in place and an output): their
+    accesses are one memory's, ordered as the program says (`remap_keys`). Two written arguments
+    that overlap otherwise (or at all, without ``allow_same``) are an `ArgumentValueError`."""
     if len(tensors) < 2:
-        return tensors
+        return tensors, ()
     storages = [t.untyped_storage().data_ptr() for t in tensors]
     if len(set(storages)) == len(storages):
-        return tensors
+        return tensors, ()
     params = lowered.program.params
     written = lowered.written_params
-    out = list(tensors)
+    out, same = list(tensors), []
     for j in range(len(tensors)):
         for i in range(j):
             if storages[i] != storages[j]:
@@ -70,17 +76,31 @@ def separate_overlaps(lowered, tensors: list) -> list:
             wi, wj = params[i].value.id in written, params[j].value.id in written
             if not (wi or wj):
                 continue
-            (a, b), (c, d) = byte_range(tensors[i]), byte_range(tensors[j])
-            if not (a < d and c < b) or not _elements_overlap(tensors[i], tensors[j]):
+            t, u = tensors[i], tensors[j]
+            (a, b), (c, d) = byte_range(t), byte_range(u)
+            if not (a < d and c < b) or not _elements_overlap(t, u):
                 continue
             if wi and wj:
+                if allow_same and (t.data_ptr(), t.shape, t.stride(), t.dtype) == \
+                        (u.data_ptr(), u.shape, u.stride(), u.dtype):
+                    if all(k != params[j].value.id for k, _ in same):
+                        same.append((params[j].value.id, params[i].value.id))
+                    continue
                 raise ArgumentValueError(
                     f"tensor arguments '{params[i].name}' and '{params[j].name}' are both written by the kernel "
-                    f"and share memory", expected="written arguments with memory of their own",
+                    f"and share memory", expected="written arguments with memory of their own (or the very same "
+                    "tensor, whose accesses are ordered as the program says)",
                     got=f"byte ranges [{a:#x}, {b:#x}) and [{c:#x}, {d:#x}) of one storage overlap",
                     param=params[j].name, loc=lowered.program.loc,
                     hint="pass separate tensors and combine them after the call")
             r = j if wi else i
             if out[r] is tensors[r]:
                 out[r] = tensors[r].clone()  # the values before any write
-    return out
+    return out, tuple(same)
+
+
+def remap_keys(tasks, same) -> None:
+    """Accesses of a parameter that is the same tensor as an earlier one use that one's region key."""
+    to = dict(same)
+    for t in tasks:
+        t.keys = tuple([to.get(k, k) for k in t.keys])

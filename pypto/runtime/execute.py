@@ -21,7 +21,7 @@ from ..ir import expr as E
 from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
 from ..ir.guards import checker
 from ..ops.registry import REGISTRY
-from .argument_overlap import separate_overlaps
+from .argument_overlap import remap_keys, separate_overlaps
 from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
@@ -109,13 +109,13 @@ class LoweredExecutor:
                 knobs = (None, self.max_roots, self.vso, False)
             self._knobs = knobs
         _, max_roots, vso, serial = knobs
-        tensors = separate_overlaps(self.lowered, tensors)  # inputs as they were before any write
+        tensors, same = separate_overlaps(self.lowered, tensors)  # inputs as they were before any write
         if self.reads_elements:
-            return self._run_reading(tensors, env, max_roots, vso, serial)
-        key = (max_roots, vso, serial, *env.values())
+            return self._run_reading(tensors, env, max_roots, vso, serial, same)
+        key = (max_roots, vso, serial, same, *env.values())
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plan(tensors, env, max_roots, vso, serial)
+            plan = self._plan(tensors, env, max_roots, vso, serial, same)
             self._plans[key] = plan
             if len(self._plans) > PLAN_CACHE_SIZE:
                 self._plans.popitem(last=False)
@@ -135,7 +135,7 @@ class LoweredExecutor:
             return None
         return [self._result(v, tensors, memory, plan.final_env) for v in plan.returns]
 
-    def _plan(self, tensors, env, max_roots, vso, serial) -> CallPlan:
+    def _plan(self, tensors, env, max_roots, vso, serial, same=()) -> CallPlan:
         lowered = self.lowered
 
         def no_load(param, indices):
@@ -146,6 +146,8 @@ class LoweredExecutor:
         returns = walk(lowered.control, env, stitcher, no_load)
         stitcher.flush(marker=False)
         tasks = stitcher.tasks
+        if same:
+            remap_keys(tasks, same)
         layout = Layout(lowered, [tuple(t.shape) for t in tensors])
         note = layout.note
         for t in tasks:
@@ -171,7 +173,7 @@ class LoweredExecutor:
         info = RunInfo(steps, _order(steps, where), planner.variant_counts)
         return CallPlan(layout, steps, stitcher.stream, stitcher.done, returns, env, info)
 
-    def _run_reading(self, tensors, env, max_roots, vso, serial):
+    def _run_reading(self, tensors, env, max_roots, vso, serial, same=()):
         """Programs whose control flow or addresses read tensor elements: walk on every call and run
         what is pending before each read."""
         lowered = self.lowered
@@ -209,6 +211,8 @@ class LoweredExecutor:
             def add_root(self, index, env_, load_):
                 before = len(self.tasks)
                 super().add_root(index, env_, load_)
+                if same:
+                    remap_keys(self.tasks[before:], same)
                 pending.extend(self.tasks[before:])
 
         stitcher = ReadingStitcher(lowered, max_roots)

@@ -266,3 +266,38 @@ def test_two_written_strided_arguments_sharing_memory_are_refused():
     x = rand((8, 8), seed=3)
     buf = torch.empty(8, 16)
     check_kernel(two_outputs, [x, buf[:, 0:8], buf[:, 8:16]], (x + 1.0, x * 2.0), out=[1, 2])
+
+
+@pypto.jit
+def add_static_bias(x: pypto.Tensor([D, 64], FP32), bias: pypto.Tensor([8, 64], FP32),
+                    out: pypto.Tensor([D, 64], FP32)):
+    pypto.set_vec_tile_shapes(8, 64)
+    out[:] = x + bias
+
+
+def test_a_runtime_size_against_a_static_one_is_checked():
+    x, bias = rand((8, 64), seed=1), rand((8, 64), seed=2)
+    check_kernel(add_static_bias, [x, bias, _out(8, 64)], x + bias, out=2)
+    out = _out(5, 64)
+    with pytest.raises(ArgumentValueError, match="x.shape\\[0\\] = 5"):
+        add_static_bias(rand((5, 64)), bias, out)
+    _untouched(out)
+
+
+@pypto.jit
+def update_cache(cache: pypto.Tensor([D, 8], FP32), new: pypto.Tensor([D, 8], FP32),
+                 cache_out: pypto.Tensor([D, 8], FP32)):
+    pypto.set_vec_tile_shapes(4, 8)
+    cache[:] = cache + new
+    cache_out[:] = cache * 2.0
+
+
+def test_the_same_tensor_for_two_written_parameters_is_one_memory_in_program_order():
+    """Upstream's models pass a KV cache as an input updated in place and as the output: the very
+    same tensor for two written parameters is one memory, its accesses ordered as the program says."""
+    c, n = rand((8, 8), seed=1), rand((8, 8), seed=2)
+    want = (c + n) * 2.0
+    for serial in (True, False):
+        buf = c.clone()
+        with pypto.options(debug_options={"serial_execution": serial}):
+            check_kernel(update_cache, [buf, n, buf], want, out=2)
