@@ -6,8 +6,10 @@ before anything runs, so the result is the kernel's function of the inputs whate
 shapes and the schedule (torch's ``out=`` semantics for an exact alias). Two written parameters
 passed the very same tensor (a cache updated in place and returned as an output, as upstream's
 models do) are one memory whose accesses are ordered as the program says; two written
-parameters that overlap otherwise are refused before anything runs: which write lands last
-would depend on the tiles.
+parameters that overlap otherwise (the cache and a reshape of it) make the call run its tasks
+one at a time in program order, as the memory they share would on the device. Strided written
+arguments run on dense copies written back one after the other, so any overlap between them is
+refused before anything runs.
 
 The test on the hot path is one data pointer per argument; only arguments sharing a storage are
 compared, by byte range, then (for strided views whose ranges interleave, ``a[:, :8]`` and
@@ -56,19 +58,22 @@ def refuse_written_overlaps(lowered, tensors: list, strided: list) -> None:
 
 
 def separate_overlaps(lowered, tensors: list, allow_same: bool = True):
-    """``(tensors, same)``: read-only arguments that overlap a written one replaced by copies, and
-    ``same``, pairs (value id, value id of an earlier parameter) of written parameters passed the
-    very same tensor (``kernel(cache, cache)`` for an input updated in place and an output): their
-    accesses are one memory's, ordered as the program says (`remap_keys`). Two written arguments
-    that overlap otherwise (or at all, without ``allow_same``) are an `ArgumentValueError`."""
+    """``(tensors, same, serial)``: read-only arguments that overlap a written one replaced by
+    copies; ``same``, pairs (value id, value id of an earlier parameter) of written parameters
+    passed the very same tensor (``kernel(cache, cache)`` for an input updated in place and an
+    output): their accesses are one memory's, ordered as the program says (`remap_keys`);
+    ``serial``: two written arguments overlap otherwise (a cache and a reshape of it), so the call
+    runs its tasks one at a time in program order. Without ``allow_same`` (dense copies of strided
+    arguments, written back one after the other) any overlap of written arguments is an
+    `ArgumentValueError`."""
     if len(tensors) < 2:
-        return tensors, ()
+        return tensors, (), False
     storages = [t.untyped_storage().data_ptr() for t in tensors]
     if len(set(storages)) == len(storages):
-        return tensors, ()
+        return tensors, (), False
     params = lowered.program.params
     written = lowered.written_params
-    out, same = list(tensors), []
+    out, same, serial = list(tensors), [], False
     for j in range(len(tensors)):
         for i in range(j):
             if storages[i] != storages[j]:
@@ -86,6 +91,9 @@ def separate_overlaps(lowered, tensors: list, allow_same: bool = True):
                     if all(k != params[j].value.id for k, _ in same):
                         same.append((params[j].value.id, params[i].value.id))
                     continue
+                if allow_same:  # one memory under two shapes (a cache and its reshape): program order
+                    serial = True
+                    continue
                 raise ArgumentValueError(
                     f"tensor arguments '{params[i].name}' and '{params[j].name}' are both written by the kernel "
                     f"and share memory", expected="written arguments with memory of their own (or the very same "
@@ -96,7 +104,7 @@ def separate_overlaps(lowered, tensors: list, allow_same: bool = True):
             r = j if wi else i
             if out[r] is tensors[r]:
                 out[r] = tensors[r].clone()  # the values before any write
-    return out, tuple(same)
+    return out, tuple(same), serial
 
 
 def remap_keys(tasks, same) -> None:

@@ -109,7 +109,8 @@ class LoweredExecutor:
                 knobs = (None, self.max_roots, self.vso, False)
             self._knobs = knobs
         _, max_roots, vso, serial = knobs
-        tensors, same = separate_overlaps(self.lowered, tensors)  # inputs as they were before any write
+        tensors, same, overlap = separate_overlaps(self.lowered, tensors)  # inputs as before any write
+        serial = serial or overlap
         if self.reads_elements:
             return self._run_reading(tensors, env, max_roots, vso, serial, same)
         key = (max_roots, vso, serial, same, *env.values())
