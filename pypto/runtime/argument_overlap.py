@@ -44,15 +44,26 @@ def _elements_overlap(t, u) -> bool:
 
 
 def refuse_written_overlaps(lowered, tensors: list, strided: list) -> None:
-    """For a call with strided arguments (run on dense copies, `frontend.strided`): refuse two
-    written arguments that overlap in the caller's memory (their copies would be written back one
-    after the other). ``strided`` is ``[(index, caller's tensor)]``."""
+    """For a call with strided arguments (run on dense copies, `frontend.strided`): two written
+    parameters passed the very same strided view share one dense copy (``tensors`` is updated in
+    place), so they stay one memory; any other overlap of written arguments in the caller's
+    memory is refused (their copies would be written back one over the other). ``strided`` is
+    ``[(index, caller's tensor)]``."""
     callers = list(tensors)
     for i, original in strided:
         if hasattr(original, "untyped_storage"):  # a torch view (numpy copies own their memory)
             callers[i] = original
     written = lowered.written_params
     params = lowered.program.params
+    copied = {i for i, _ in strided}
+    for j in sorted(copied):
+        for i in range(j):
+            t, u = callers[i], callers[j]
+            if i in copied and params[i].value.id in written and params[j].value.id in written and \
+                    (t.data_ptr(), t.shape, t.stride(), t.dtype) == (u.data_ptr(), u.shape, u.stride(), u.dtype):
+                tensors[j] = tensors[i]
+                callers[j] = tensors[i]  # compared as that copy from now on
+                break
     only_written = [t if params[k].value.id in written else t.new_empty(0) for k, t in enumerate(callers)]
     separate_overlaps(lowered, only_written, allow_same=False)
 

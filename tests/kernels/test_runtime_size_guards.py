@@ -307,3 +307,14 @@ def test_the_same_tensor_for_two_written_parameters_is_one_memory_in_program_ord
         buf = c.clone()
         with pypto.options(debug_options={"serial_execution": serial}):
             check_kernel(update_cache, [buf, n, buf], want, out=2)
+
+
+def test_the_same_strided_view_for_two_written_parameters_is_one_memory():
+    c, n = rand((8, 8), seed=1), rand((8, 8), seed=2)
+    want = (c + n) * 2.0
+    base = torch.zeros(8, 16)
+    view = base[:, 0:8]  # strided: the call runs on one dense copy for both parameters
+    view.copy_(c)
+    update_cache(view, n, view)
+    torch.testing.assert_close(view, want, rtol=0, atol=0)
+    assert bool((base[:, 8:] == 0).all())
