@@ -64,8 +64,22 @@ def refuse_written_overlaps(lowered, tensors: list, strided: list) -> None:
                 tensors[j] = tensors[i]
                 callers[j] = tensors[i]  # compared as that copy from now on
                 break
-    only_written = [t if params[k].value.id in written else t.new_empty(0) for k, t in enumerate(callers)]
-    separate_overlaps(lowered, only_written, allow_same=False)
+    for j in range(len(callers)):
+        for i in range(j):
+            if (i not in copied and j not in copied) or callers[i] is callers[j] or \
+                    params[i].value.id not in written or params[j].value.id not in written:
+                continue  # two contiguous arguments: the executor orders them (separate_overlaps)
+            t, u = callers[i], callers[j]
+            if t.untyped_storage().data_ptr() != u.untyped_storage().data_ptr():
+                continue
+            separate_overlaps(lowered, _only(len(callers), {i: t, j: u}), allow_same=False)
+
+
+def _only(n, picked: dict) -> list:
+    """``n`` arguments of which only ``picked`` (index -> tensor) hold memory."""
+    from .._lazy import torch
+
+    return [picked[k] if k in picked else torch.empty(0) for k in range(n)]
 
 
 def separate_overlaps(lowered, tensors: list, allow_same: bool = True):
@@ -109,7 +123,9 @@ def separate_overlaps(lowered, tensors: list, allow_same: bool = True):
                     f"tensor arguments '{params[i].name}' and '{params[j].name}' are both written by the kernel "
                     f"and share memory", expected="written arguments with memory of their own (or the very same "
                     "tensor, whose accesses are ordered as the program says)",
-                    got=f"byte ranges [{a:#x}, {b:#x}) and [{c:#x}, {d:#x}) of one storage overlap",
+                    got=f"shapes {list(t.shape)} and {list(u.shape)} (strides {list(t.stride())} and "
+                        f"{list(u.stride())}) over byte ranges [{a:#x}, {b:#x}) and [{c:#x}, {d:#x}) of one "
+                        f"storage",
                     param=params[j].name, loc=lowered.program.loc,
                     hint="pass separate tensors and combine them after the call")
             r = j if wi else i
