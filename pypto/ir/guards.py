@@ -1,4 +1,5 @@
-"""Size guards: equalities between runtime sizes that the compiled program assumes.
+"""Size guards: relations between runtime sizes that the compiled program assumes (equal sizes,
+an assigned value that fits its slice, a ``/`` of sizes that divides exactly).
 
 Tracing cannot know whether two DYNAMIC dims agree (``x.shape[0]`` and ``y.shape[0]`` are
 different symbols that usually hold the same size), so an op that needs them equal (an
