@@ -16,6 +16,7 @@ from typing import Optional
 from ..errors import KernelSyntaxError, PyptoError, SourceLoc, user_loc
 from ..ir import expr as E
 from ..ir.graph import Block, Branch, Op, TileShapes, Value
+from ..ir.guards import SizeGuard, reduce_to_sizes, size_only
 from .aliases import InplaceAliases
 
 MAX_PATHS = 256  # per region; each path is compiled separately, so more is almost always a mistake
@@ -150,6 +151,7 @@ class Tracer:
         self.host_bindings: list = []  # declared tensors made handles by .move() while tracing
         self.aliases = InplaceAliases(self)  # names of one memory made by reshape(..., inplace=True)
         self.cache_policies: dict = {}  # root value id -> CachePolicies (Tensor.set_cache_policy)
+        self.size_guards: list = []  # SizeGuard: runtime sizes the program assumes equal (ir/guards.py)
 
     # ---- activation ----------------------------------------------------------------------------
     def __enter__(self):
@@ -219,6 +221,55 @@ class Tracer:
                      "`for _ in pypto.loop(1):` around the `if` (loops and pypto.loop bounds see "
                      "earlier writes)", loc=loc)
         return self._explorers[-1].decide(cond, loc)
+
+    # ---- size relations ------------------------------------------------------------------------
+    def require_equal(self, a, b, what: str, loc=None, rel: str = "eq") -> bool:
+        """Record that sizes ``a`` and ``b`` must agree (``a <= b`` for ``rel`` "le") when the
+        path being traced runs (checked before each call, `pypto.ir.guards`); False when the
+        relation cannot be checked."""
+        a, b = E.simplify_dim(a), E.simplify_dim(b)
+        if a == b:
+            return True
+        loops = set(self.loop_info)
+        pairs = reduce_to_sizes(a, b, loops, rel)
+        if pairs is None:
+            return False
+        when = self._size_conditions(loops)
+        loc = loc or user_loc(3)
+        for x, y in pairs:
+            self.size_guards.append(SizeGuard(x, y, what, loc, when, rel))
+        return True
+
+    def _size_conditions(self, loops) -> tuple:
+        """The runtime conditions on sizes of the path being traced; conditions on loop indices or
+        element values cannot be decided before the run and are left out (taken as true)."""
+        return tuple((c, answer) for ex in self._explorers for c, answer, _ in ex.decisions
+                     if size_only(c, loops))
+
+    def require_exact(self, num, den, loc=None) -> None:
+        """``num / den`` of runtime sizes: record that it must divide exactly (checked before each
+        call); a division that mixes sizes with loop indices or element reads cannot be checked
+        before the run and is refused here."""
+        num, den = E.simplify_dim(num), E.simplify_dim(den)
+        loc = loc or user_loc(3)
+        loops = set(self.loop_info)
+        syms = set().union(*(E.free_symbols(e) for e in (num, den) if isinstance(e, E.Expr)))
+        if not syms or syms <= loops:
+            return  # constants, loop indices or element values: `/` is upstream's integer division
+        text = f"{E.render(num, 5)} / {E.render(den, 6)}"
+        hint = f"write {E.render(num, 5)} // {E.render(den, 6)} to round down or " \
+               f"pypto.ceildiv({E.render(num)}, {E.render(den)}) to round up"
+        if not (size_only(num, loops) and size_only(den, loops)):
+            raise KernelSyntaxError(f"true division mixing a runtime size with a loop index or element value: {text}",
+                                    expected="// (floor) or pypto.ceildiv", got=text, hint=hint, loc=loc)
+        rem = E.simplify_dim(E.mod(num, den))
+        if isinstance(rem, int):
+            if rem != 0:
+                raise KernelSyntaxError(f"true division of a runtime size never divides exactly: {text}",
+                                        expected="// (floor) or pypto.ceildiv", got=f"remainder {rem}",
+                                        hint=hint, loc=loc)
+            return
+        self.size_guards.append(SizeGuard(num, den, "true division", loc, self._size_conditions(loops), "exact"))
 
     # ---- ops -----------------------------------------------------------------------------------
     def emit(self, kind: str, inputs, outputs, attrs=None, loc=None) -> Op:

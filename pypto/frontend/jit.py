@@ -32,6 +32,7 @@ from ..ir.printer import format_program
 from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord
 from ..passes.dump import dump_compiled
 from ..passes.pipeline import lower
+from ..runtime.argument_overlap import refuse_written_overlaps
 from ..runtime.execute import LoweredExecutor
 from ..runtime.verify import verify
 from .checks import check_source
@@ -355,6 +356,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         if not compile_only(opts):  # a refused call is not a hit
             if strided is not None:
                 check_written(strided, entry.compiled, sig.tensors, self.loc)
+                refuse_written_overlaps(entry.compiled.lowered, tensors, strided)
             check_outputs(entry.compiled, sig.tensors, tensors, dict(strided or ()), self.loc)
         return entry, tensors, env, reason is None, reason, strided
 

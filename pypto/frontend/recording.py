@@ -28,6 +28,7 @@ from .. import options as _options
 from ..errors import ArgumentTypeError, FeError, KernelSyntaxError, PyptoError, user_loc
 from ..ir import expr as E
 from ..ir.graph import Program, TensorParam
+from ..ir.guards import dedup
 from .builder import PathExplorer, Tracer, current
 from .compile import compile_program
 from .control import global_tiles
@@ -117,8 +118,9 @@ class FunctionRecording:
             for d in t.declared_dims():
                 if isinstance(d, E.Sym) and d.name not in symbols:
                     symbols.append(d.name)
+        guards = dedup(self.tracer.size_guards)
         self.finish_abort()
-        return Program(self.name, tuple(self.params), (), region, tuple(symbols), self.loc)
+        return Program(self.name, tuple(self.params), (), region, tuple(symbols), self.loc, guards)
 
     def finish_abort(self) -> None:
         """Leave the tracer and unbind the declared tensors (always runs, error or not)."""

@@ -29,7 +29,8 @@ def _expr(x):
 class SymbolicScalar:
     """An integer expression evaluated at run time.
 
-    Supports ``+ - * // % /`` (``/`` is integer division, as upstream), comparisons,
+    Supports ``+ - * // % /`` (``/`` is integer division, as upstream; inside a kernel a runtime
+    size divided with ``/`` must divide exactly, checked before each call), comparisons,
     ``& | ~`` as logical operators, ``.min(other)`` / ``.max(other)``, ``pypto.min``,
     ``pypto.max`` and ``pypto.ceildiv``.
     """
@@ -71,6 +72,22 @@ class SymbolicScalar:
             return SymbolicScalar(x)
         return x
 
+    def _true_div(self, other, reverse=False):
+        """Upstream's ``/`` is integer division. In a kernel, a runtime size divided with ``/`` must
+        divide exactly (checked before each call): ``x.shape[0] / 8`` silently rounding down would
+        skip rows; ``//`` and `ceildiv` say which rounding is meant."""
+        out = self._bin("floordiv", other, reverse)
+        if out is NotImplemented:
+            return out
+        from .builder import current
+
+        tracer = current()
+        if tracer is not None:
+            num, den = (out.expr.a, out.expr.b) if isinstance(out.expr, E.Bin) and out.expr.op == "floordiv" \
+                else ((_expr(other), self.expr) if reverse else (self.expr, _expr(other)))
+            tracer.require_exact(num, den, user_loc(3))
+        return out
+
     def _bin(self, op, other, reverse=False):
         o = _expr(other)
         if o is NotImplemented:
@@ -86,8 +103,8 @@ class SymbolicScalar:
     def __rmul__(self, o): return self._bin("mul", o, True)
     def __floordiv__(self, o): return self._bin("floordiv", o)
     def __rfloordiv__(self, o): return self._bin("floordiv", o, True)
-    __truediv__ = __floordiv__
-    __rtruediv__ = __rfloordiv__
+    def __truediv__(self, o): return self._true_div(o)
+    def __rtruediv__(self, o): return self._true_div(o, True)
     def __mod__(self, o): return self._bin("mod", o)
     def __rmod__(self, o): return self._bin("mod", o, True)
     def __neg__(self): return SymbolicScalar(E.sub(0, self.expr))

@@ -365,7 +365,10 @@ class Tensor:
             self.move(src)
             return
         if isinstance(key, slice) and key == slice(None) and self.dim > 0:
-            _ops().assemble(_fit_rank(src, self), [0] * self.dim, self)
+            src = _fit_rank(src, self)
+            if isinstance(src, Tensor) and src.dim == self.dim:
+                _relate_assigned(src, self, [0] * self.dim, self._value.shape)
+            _ops().assemble(src, [0] * self.dim, self)
             return
         offsets, sizes, drops = self._index(key)
         if not isinstance(src, Tensor):
@@ -375,10 +378,35 @@ class Tensor:
                                     loc=user_loc(2))
         if drops:
             src = _ops().unsqueeze_dims(src, drops, sizes)
+        if src.dim == self.dim:
+            _relate_assigned(src, self, offsets, sizes)
         _ops().assemble(src, offsets, self)
 
 
 _value_slot = Tensor.__dict__["_value"]
+
+
+def _relate_assigned(src: Tensor, dst: Tensor, offsets, sizes) -> None:
+    """``dst[slices] = src``: in each dim ``src``'s valid extent must fit the slice's extent
+    (clipped at ``dst``'s edge, as a view's valid extent) when either depends on a runtime size,
+    else the assembled values would be cut (recorded as a size guard, `pypto.ir.guards`). A shorter
+    source writes its valid part, as upstream's assemble does (an output with more rows than the
+    input keeps its other rows)."""
+    from .builder import current
+
+    tracer = current()
+    if tracer is None:
+        return
+    where = user_loc(3)
+    v, t = src._value, dst._value
+    for d, (off, size) in enumerate(zip(offsets, sizes)):
+        if isinstance(v.shape[d], int) and v.shape[d] == 1 and not (isinstance(size, int) and size == 1):
+            continue  # a size-1 source dim: the assembled row, as upstream
+        extent = E.clamp_extent(t.valid_shape[d], off, size)
+        have = v.valid_shape[d]
+        if (isinstance(extent, E.Expr) or isinstance(have, E.Expr)) and extent != have:
+            tracer.require_equal(have, extent, f"assignment to '{dst._value.root.name}': the value assigned "
+                                               f"and the slice, in dim {d}", where, rel="le")
 
 
 def _fit_rank(src, dst: Tensor):

@@ -7,6 +7,7 @@ import types
 from ..errors import KernelSyntaxError, SourceLoc
 from ..ir import expr as E
 from ..ir.graph import Program, TensorParam
+from ..ir.guards import dedup
 from .builder import PathExplorer, Tracer
 from .scalar import builtin_max, builtin_min
 from .tensor import Tensor
@@ -67,5 +68,6 @@ def trace(fn, name: str, tensor_specs, tensors, dtypes, consts: dict, tiles, loo
         if len(kinds) > 1:
             raise KernelSyntaxError("the kernel returns different kinds of results on different paths",
                                     got=", ".join(sorted(map(str, kinds))), loc=loc)
-        program = Program(name, tuple(params), tuple(consts.items()), explorer.region(), tuple(symbols), loc)
+        program = Program(name, tuple(params), tuple(consts.items()), explorer.region(), tuple(symbols), loc,
+                          dedup(tracer.size_guards))
     return program, kinds.pop()

@@ -136,6 +136,7 @@ class Program:
     body: Region
     symbols: tuple  # names of dynamic-dimension symbols, in signature order
     loc: Optional[SourceLoc] = None
+    guards: tuple = ()  # SizeGuards: runtime sizes the program assumes equal (guards.py)
 
     def ops(self) -> Iterator[Op]:
         """Every op of the program, in trace order, across loops and branches."""

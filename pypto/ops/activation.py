@@ -20,7 +20,7 @@ from .._lazy import torch
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..frontend.scalar import SymbolicScalar
-from .common import (bcast_flags, broadcast_shapes, check_dtype, dims_equal, emit, loc, tensor_arg,
+from .common import (bcast_flags, broadcast_shapes, check_dtype, emit, loc, same_size, tensor_arg,
                      valid_of)
 from .elementwise import align_valid
 from .registry import register
@@ -83,7 +83,7 @@ def prelu(input, weight):
     if w.rank != 1:
         raise ShapeError("pypto.prelu: 'weight' must be 1-D", got=f"{w.rank} dims", param="weight", loc=loc())
     want = 1 if v.rank == 1 else v.shape[1]
-    if not dims_equal(w.shape[0], want):
+    if not same_size(w.shape[0], want, "pypto.prelu: 'weight' and the channels of 'input'", loc()):
         raise ShapeError("pypto.prelu: 'weight' must hold one value per channel (dim 1 of 'input'; 1 for a "
                          "1-D input)", expected=f"[{want}]", got=f"[{w.shape[0]}]", param="weight", loc=loc())
     return emit("prelu", [input, weight], [(input.dtype, v.shape, v.valid_shape)],
@@ -118,7 +118,7 @@ def expand_exp_dif(input, other):
     va, vb = input._value, other._value
     shape = broadcast_shapes("expand_exp_dif", [va.shape, vb.shape], ["input", "other"])
     attrs = {"bcast": (bcast_flags(va.shape, shape), bcast_flags(vb.shape, shape))}
-    return emit("expand_exp_dif", [input, other], [(input.dtype, shape, valid_of(va, vb))], attrs)
+    return emit("expand_exp_dif", [input, other], [(input.dtype, shape, valid_of(va, vb, op="expand_exp_dif", params=["input", "other"]))], attrs)
 
 
 @register("expand_exp_dif", kind="vector", fp32_math=True, dtypes=FLOATS)
@@ -149,7 +149,8 @@ def rms_norm(input, gamma=None, epsilon=1e-6):
         tensor_arg(gamma, "rms_norm", "gamma")
         check_dtype("rms_norm", gamma, "gamma", FLOATS)
         g = gamma._value
-        if g.rank != 1 or not dims_equal(g.shape[0], v.shape[-1]):
+        if g.rank != 1 or not same_size(g.shape[0], v.shape[-1], "pypto.rms_norm: 'gamma' and the last dim of 'input'",
+                                             loc()):
             raise ShapeError("pypto.rms_norm: 'gamma' must be [C] with C the size of the last dim of 'input'",
                              expected=f"[{v.shape[-1]}]", got=f"{list(g.shape)}", param="gamma", loc=loc())
     x = input if input.dtype is DT_FP32 else cast(input, DT_FP32)
@@ -217,12 +218,14 @@ def online_softmax_update(previous_max, previous_sum, previous_output, current_m
     args = (previous_max, previous_sum, previous_output, current_max, current_sum, current_output)
     vals = [_fp32_2d(t, "online_softmax_update", n) for t, n in zip(args, names)]
     pm, ps, po, cm, cs, co = vals
-    if not all(dims_equal(a, b) for a, b in zip(po.shape, co.shape)):
+    if not all(same_size(a, b, "pypto.experimental.online_softmax_update: 'previous_output' and 'current_output'",
+                         loc()) for a, b in zip(po.shape, co.shape)):
         raise ShapeError("pypto.experimental.online_softmax_update: 'current_output' must have the shape of "
                          "'previous_output'", expected=list(po.shape), got=list(co.shape), param="current_output",
                          loc=loc())
     for t, n in ((pm, "previous_max"), (ps, "previous_sum"), (cm, "current_max"), (cs, "current_sum")):
-        if not (t.shape[0] == 1 and dims_equal(t.shape[1], po.shape[1])):
+        if not (t.shape[0] == 1 and same_size(t.shape[1], po.shape[1], f"pypto.experimental.online_softmax_update: "
+                                                 f"'{n}' and 'previous_output'", loc())):
             raise ShapeError(f"pypto.experimental.online_softmax_update: '{n}' must be [1, q_len]",
                              expected=f"[1, {po.shape[1]}]", got=list(t.shape), param=n, loc=loc())
     return emit("online_softmax_update", list(args),

@@ -78,7 +78,7 @@ def logical_and(input, other):
     va, vb = input._value, other._value
     shape = broadcast_shapes("logical_and", [va.shape, vb.shape], ["input", "other"])
     attrs = {"bcast": (bcast_flags(va.shape, shape), bcast_flags(vb.shape, shape))}
-    return emit("logical_and", [input, other], [(DT_BOOL, shape, valid_of(va, vb))], attrs)
+    return emit("logical_and", [input, other], [(DT_BOOL, shape, valid_of(va, vb, op="logical_and", params=["input", "other"]))], attrs)
 
 
 def logical_not(input):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..dtypes import DT_BOOL, DType, require_supported
 from ..element import Element, check_scalar_value
 from ..errors import DTypeError, ShapeError, user_loc
-from ..frontend.builder import require
+from ..frontend.builder import current, require
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
@@ -79,12 +79,18 @@ def lower_bound(e) -> int:
 
 
 def broadcast_shapes(op: str, shapes, params) -> tuple:
-    """Numpy-style broadcast of (possibly symbolic) shapes; a mismatch names both operands."""
+    """Numpy-style broadcast of (possibly symbolic) shapes; a mismatch names both operands.
+
+    Two runtime sizes (or a runtime and a static one) are assumed to agree, as upstream does for
+    dynamic dims; the assumption becomes a size guard checked before each call (`pypto.ir.guards`).
+    """
     rank = max(len(s) for s in shapes)
     out = []
+    where = loc()
+    params = list(params) + [f"operand {i}" for i in range(len(params), len(shapes))]
     for d in range(rank):
-        size = 1
-        for s in shapes:
+        size, owner = 1, None
+        for s, p in zip(shapes, params):
             k = d - (rank - len(s))
             if k < 0:
                 continue
@@ -92,19 +98,62 @@ def broadcast_shapes(op: str, shapes, params) -> tuple:
             if isinstance(dim, int) and dim == 1:
                 continue
             if isinstance(size, int) and size == 1:
-                size = dim
-            elif isinstance(size, E.Expr) or isinstance(dim, E.Expr):
-                # two runtime sizes (or a runtime and a static one) are assumed to agree, as
-                # upstream does for dynamic dims; the static one, if any, is the better bound
-                if isinstance(dim, int):
-                    size = dim
+                size, owner = dim, (p, k)
+            elif (isinstance(size, E.Expr) or isinstance(dim, E.Expr)) and \
+                    _may_agree(size, dim, f"pypto.{op}: {owner[0]!r} dim {owner[1]} and {p!r} dim {k}", where):
+                if isinstance(dim, int):  # the static one, if any, is the better bound
+                    size, owner = dim, (p, k)
             elif not dims_equal(size, dim):
                 raise ShapeError(
                     f"pypto.{op}: shapes of {' and '.join(repr(p) for p in params)} do not broadcast",
                     expected="equal sizes or 1 in each dim",
-                    got=" vs ".join(E.render_dims(s) for s in shapes), loc=loc())
+                    got=" vs ".join(E.render_dims(s) for s in shapes), loc=where)
         out.append(size)
     return tuple(out)
+
+
+def _may_agree(a, b, what: str, where) -> bool:
+    """A runtime size against a static one or another runtime size: they may agree (a size guard
+    checks it before each call) unless they provably differ (``n`` and ``n + 1``)."""
+    if isinstance(a, E.Expr) and isinstance(b, E.Expr) and not dims_equal(a, b):
+        return False
+    tracer = current()
+    if tracer is not None and a != b:
+        tracer.require_equal(a, b, what, where)
+    return True
+
+
+def same_size(a, b, what: str, where=None) -> bool:
+    """``dims_equal(a, b)``; two different symbolic sizes taken as equal become a size guard (the
+    call checks them before it runs) described by ``what`` ("pypto.concat: 'tensors[1]' dim 1 ...")."""
+    if not dims_equal(a, b):
+        return False
+    if (isinstance(a, E.Expr) or isinstance(b, E.Expr)) and a != b:
+        tracer = current()
+        if tracer is not None:
+            tracer.require_equal(a, b, what, where or loc())
+    return True
+
+
+def relate_valid(op: str, values, params, where=None) -> None:
+    """Operands combined element by element must have the same valid extent in every dim they
+    span: a tail of one that is shorter than the other's would compute only the common part."""
+    tracer = current()
+    if tracer is None or len(values) < 2:
+        return
+    rank = max(v.rank for v in values)
+    for d in range(rank):
+        first = None
+        for v, p in zip(values, params):
+            k = d - (rank - v.rank)
+            if k < 0 or (isinstance(v.shape[k], int) and v.shape[k] == 1):
+                continue
+            ext = v.valid_shape[k]
+            if first is None:
+                first = (ext, p, k)
+            elif ext != first[0] and (isinstance(ext, E.Expr) or isinstance(first[0], E.Expr)):
+                tracer.require_equal(first[0], ext, f"pypto.{op}: valid extents of {first[1]!r} dim {first[2]} "
+                                                    f"and {p!r} dim {k}", where or loc())
 
 
 def bcast_flags(shape, out_shape) -> tuple:
@@ -150,8 +199,13 @@ def scalar_arg(x, op: str, param: str, like: DType):
                           "argument" if kind.__module__ == "torch" else None)
 
 
-def valid_of(*values):
-    """The valid shape of an elementwise result: that of the first operand spanning each dim."""
+def valid_of(*values, op: str | None = None, params=None):
+    """The valid shape of an elementwise result: that of the first operand spanning each dim.
+
+    With ``op`` (and ``params``, the operands' names), the operands' valid extents are also
+    recorded as equal sizes (`relate_valid`)."""
+    if op is not None:
+        relate_valid(op, values, params or [f"operand {i}" for i in range(len(values))], loc())
     out_rank = max(v.rank for v in values)
     valid = []
     for d in range(out_rank):

@@ -30,7 +30,7 @@ from .._lazy import torch
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..ir import expr as E
-from .common import check_dtype, dims_equal, dtype_arg, emit, loc, require, tensor_arg
+from .common import check_dtype, dtype_arg, emit, loc, require, same_size, tensor_arg
 from .matmul import batch_valid, matmul_dims
 from .registry import register
 
@@ -70,7 +70,8 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
         tensor_arg(t, "scaled_mm", name)
         check_dtype("scaled_mm", t, name, (DT_FP32,))
         s = t._value.shape
-        if len(s) != 3 or any(not dims_equal(x, y) for x, y in zip(s, want)):
+        if len(s) != 3 or any(not same_size(x, y, f"pypto.scaled_mm: '{name}' and the operands", loc())
+                              for x, y in zip(s, want)):
             raise ShapeError(f"pypto.scaled_mm: '{name}' has the wrong shape", expected=E.render_dims(want),
                              got=E.render_dims(s), param=name, loc=loc())
     ins = [mat_a, mat_b, scale_a, scale_b]
@@ -83,7 +84,8 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
         tensor_arg(val, "scaled_mm", "extend_params['bias_tensor']")
         check_dtype("scaled_mm", val, "extend_params['bias_tensor']", SCALED_MM_OUT)
         bshape = val._value.shape
-        if len(bshape) > 2 or not dims_equal(bshape[-1], n) or any(
+        if len(bshape) > 2 or not same_size(bshape[-1], n, "pypto.scaled_mm: N of bias_tensor and of the product",
+                                            loc()) or any(
                 not (isinstance(s, int) and s == 1) for s in bshape[:-1]):
             raise ShapeError("pypto.scaled_mm: bias_tensor must be [N] or [1, N]", expected=f"N = {E.render(n)}",
                              got=E.render_dims(bshape), param="extend_params['bias_tensor']", loc=loc())
@@ -147,8 +149,9 @@ def transposed_batchmatmul(tensor_a, tensor_b, out_dtype):
                          got=tensor_b.dtype.name, param="tensor_b", loc=loc())
     out_dt = _out_dtype(f"experimental.{op}", out_dtype, (DT_FP16, DT_BF16))
     a, b = tensor_a._value, tensor_b._value
-    if a.rank != 3 or b.rank != 3 or not dims_equal(a.shape[1], b.shape[0]) or not dims_equal(a.shape[2],
-                                                                                              b.shape[1]):
+    if a.rank != 3 or b.rank != 3 or not same_size(a.shape[1], b.shape[0], f"pypto.experimental.{op}: B of the operands",
+                                                    loc()) or not same_size(
+            a.shape[2], b.shape[1], f"pypto.experimental.{op}: K of the operands", loc()):
         raise ShapeError(f"pypto.experimental.{op}: operands must be a [M, B, K] and b [B, K, N]",
                          expected="a [M, B, K], b [B, K, N]", got=f"{E.render_dims(a.shape)} and "
                          f"{E.render_dims(b.shape)}", param="tensor_b", loc=loc())

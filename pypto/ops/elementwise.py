@@ -56,7 +56,7 @@ def _binary(op: str, a, b, out_dtype=None):
         va, vb = a._value, b._value
         shape = broadcast_shapes(op, [va.shape, vb.shape], ["input", "other"])
         attrs = {"bcast": (bcast_flags(va.shape, shape), bcast_flags(vb.shape, shape))}
-        return emit(op, [a, b], [(out_dtype or a.dtype, shape, valid_of(va, vb))], attrs)
+        return emit(op, [a, b], [(out_dtype or a.dtype, shape, valid_of(va, vb, op=op, params=["input", "other"]))], attrs)
     if not ta and not tb:
         tensor_arg(a, op, "input")
     t, s, first = (a, b, False) if ta else (b, a, True)
@@ -290,11 +290,13 @@ def clip(input, min=None, max=None):  # noqa: A002 - upstream names
             shapes.append(bound._value.shape)
         elif bound is not None:
             attrs[name + "_scalar"] = scalar_arg(bound, "clip", name, input.dtype)
-    shape = broadcast_shapes("clip", shapes, ["input", "min", "max"][:len(shapes)])
+    names = ["input"] + [n for n in ("min", "max") if n in attrs]
+    shape = broadcast_shapes("clip", shapes, names)
     if shape != tuple(input._value.shape) and len(shape) != input.dim:
         pass
     attrs["bcast"] = tuple(bcast_flags(s, shape) for s in shapes)
-    return emit("clip", ins, [(input.dtype, shape, valid_of(*[t._value for t in ins]))], attrs)
+    return emit("clip", ins, [(input.dtype, shape, valid_of(*[t._value for t in ins], op="clip", params=names))],
+                attrs)
 
 
 @register("clip", kind="vector", fp32_math=True, dtypes=NUMERIC)
@@ -349,9 +351,10 @@ def where(condition, input, other):
             ins.append(x)
         else:
             attrs[name + "_scalar"] = scalars[name]
-    shape = broadcast_shapes("where", [t._value.shape for t in ins], ["condition", "input", "other"])
+    names = ["condition"] + [n for n in ("input", "other") if n in attrs]
+    shape = broadcast_shapes("where", [t._value.shape for t in ins], names)
     attrs["bcast"] = tuple(bcast_flags(t._value.shape, shape) for t in ins)
-    return emit("where", ins, [(dt, shape, valid_of(*[t._value for t in ins]))], attrs)
+    return emit("where", ins, [(dt, shape, valid_of(*[t._value for t in ins], op="where", params=names))], attrs)
 
 
 def _where_scalars_dtype(input, other):

@@ -23,7 +23,7 @@ from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DT_
 from ..enums import ReLuType, TransMode
 from ..errors import DTypeError, ShapeError
 from ..ir import expr as E
-from .common import dims_equal, loc, tensor_arg
+from .common import loc, same_size, tensor_arg
 
 # upstream's table 3 on A2/A3 (a bf16 bias is refused there for bf16 operands)
 BIAS_DTYPES = {DT_FP16: (DT_FP16, DT_FP32), DT_BF16: (DT_FP32,), DT_FP32: (DT_FP32,), DT_INT8: (DT_INT32,)}
@@ -125,9 +125,12 @@ def _column_operand(t, name, n, batch, allow_1d):
     tensor_arg(t, "matmul", param)
     shape = t._value.shape
     lead = shape[:-2]
-    ok = dims_equal(shape[-1], n) and (len(shape) > 1 or allow_1d) and (
+    ok = same_size(shape[-1], n, f"pypto.matmul: N of {param} and of the product", loc()) and (
+        len(shape) > 1 or allow_1d) and (
         len(shape) < 2 or (isinstance(shape[-2], int) and shape[-2] == 1)) and len(lead) <= len(batch) and all(
-        (isinstance(s, int) and s == 1) or dims_equal(s, b) for s, b in zip(lead, batch[len(batch) - len(lead):]))
+        (isinstance(s, int) and s == 1) or same_size(s, b, f"pypto.matmul: batch dims of {param} and of the product",
+                                                     loc())
+        for s, b in zip(lead, batch[len(batch) - len(lead):]))
     if not ok:
         want = "[..., 1, N]" + (" or [N]" if allow_1d else "")
         raise ShapeError(f"pypto.matmul: {name} must be {want}",

@@ -21,7 +21,7 @@ from ..errors import DTypeError, ShapeError
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
-from .common import check_dtype, dims_equal, emit, loc, norm_dim, tensor_arg
+from .common import check_dtype, emit, loc, norm_dim, same_size, tensor_arg
 from .registry import register
 
 PAD_DTYPES = (DT_FP32, DT_FP16, DT_BF16, DT_INT8, DT_INT16, DT_INT32, DT_UINT8)
@@ -186,7 +186,8 @@ def _pair(op, input, other):
         raise DTypeError(f"pypto.{op}: 'input' and 'other' have different dtypes", expected=input.dtype.name,
                          got=other.dtype.name, param="other", loc=loc())
     a, b = input._value, other._value
-    if a.rank != b.rank or any(not dims_equal(x, y) for x, y in zip(a.shape, b.shape)):
+    if a.rank != b.rank or any(not same_size(x, y, f"pypto.{op}: 'input' and 'other'", loc())
+                                for x, y in zip(a.shape, b.shape)):
         raise ShapeError(f"pypto.{op}: 'input' and 'other' must have the same shape",
                          expected=E.render_dims(a.shape), got=E.render_dims(b.shape), param="other", loc=loc())
     _even_last(op, input, "input")

@@ -389,7 +389,7 @@ def pow(input, other, precision_type=PrecisionType.HIGH_PRECISION):  # noqa: A00
         vb = other._value
         shape = broadcast_shapes("pow", [va.shape, vb.shape], ["input", "other"])
         attrs = {"bcast": (bcast_flags(va.shape, shape), bcast_flags(vb.shape, shape)), "int_result": not dt.is_float}
-        return emit("pow", [input, other], [(dt, shape, valid_of(va, vb))], attrs)
+        return emit("pow", [input, other], [(dt, shape, valid_of(va, vb, op="pow", params=["input", "other"]))], attrs)
     is_float = isinstance(other, float)
     scalar = scalar_arg(other, "pow", "other", DT_FP32 if is_float else input.dtype)
     dt = DT_FP32 if is_float and input.dtype is DT_INT32 else input.dtype
@@ -441,7 +441,7 @@ def axpy_(y, x, alpha=1.0):
                          expected=f"x broadcastable to {list(vy.shape)}", got=f"x of shape {list(vx.shape)}",
                          param="x", loc=loc())
     attrs = {"alpha": float(alpha), "bcast": (fy, bcast_flags(vx.shape, shape))}
-    return emit("axpy_", [y, x], [(y.dtype, vy.shape, valid_of(vy, vx))], attrs)
+    return emit("axpy_", [y, x], [(y.dtype, vy.shape, valid_of(vy, vx, op="axpy_", params=["y", "x"]))], attrs)
 
 
 @register("axpy_", kind="vector", fp32_math=True, dtypes=AXPY)

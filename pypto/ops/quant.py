@@ -26,7 +26,7 @@ from .._lazy import torch
 from ..dtypes import DT_FP32, DT_INT8, DT_INT16, DT_UINT8
 from ..errors import DTypeError, ShapeError
 from ..ir import expr as E
-from .common import bcast_flags, check_dtype, dims_equal, dtype_arg, emit, loc, tensor_arg
+from .common import bcast_flags, check_dtype, dtype_arg, emit, loc, same_size, tensor_arg
 from .elementwise import align_valid
 from .registry import register
 
@@ -57,7 +57,8 @@ def _args(op, input, scale, otype, axis, zero_points, in_dtypes, out_dtypes):
         tensor_arg(t, op, name)
         check_dtype(op, t, name, (DT_FP32,))
         tv = t._value
-        if tv.rank != len(want) or any(not dims_equal(x, y) for x, y in zip(tv.shape, want)):
+        if tv.rank != len(want) or any(not same_size(x, y, f"pypto.{op}: '{name}' and 'input'", loc())
+                                       for x, y in zip(tv.shape, want)):
             raise ShapeError(f"pypto.{op}: '{name}' must have the input's shape without dim {a}",
                              expected=E.render_dims(want), got=E.render_dims(tv.shape), param=name, loc=loc())
         d = v.rank + a

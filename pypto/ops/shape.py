@@ -13,8 +13,7 @@ from ..frontend.builder import require
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
-from ..frontend.builder import require
-from .common import dims_equal, emit, emit_inplace, loc, norm_dim, shape_list, tensor_arg
+from .common import dims_equal, emit, emit_inplace, loc, norm_dim, same_size, shape_list, tensor_arg
 from .elementwise import align_valid
 from .registry import register
 
@@ -272,11 +271,16 @@ def concat(tensors, dim=0):
         if v.dtype is not first.dtype:
             raise DTypeError("pypto.concat: tensors have different dtypes", expected=first.dtype.name,
                              got=f"{v.dtype.name} for tensors[{i}]", param=f"tensors[{i}]", loc=loc())
-        if v.rank != first.rank or any(not dims_equal(a, b) for k, (a, b) in enumerate(zip(v.shape, first.shape))
-                                       if k != d):
+        if v.rank != first.rank or any(
+                not same_size(a, b, f"pypto.concat: dim {k} of 'tensors[{i}]' and of 'tensors[0]'", loc())
+                for k, (a, b) in enumerate(zip(v.shape, first.shape)) if k != d):
             raise ShapeError(f"pypto.concat: tensors[{i}] does not match tensors[0] outside dim {d}",
                              expected=E.render_dims(first.shape), got=E.render_dims(v.shape),
                              param=f"tensors[{i}]", loc=loc())
+        for k, (a, b) in enumerate(zip(first.valid_shape, v.valid_shape)):
+            if k != d and a != b and (isinstance(a, E.Expr) or isinstance(b, E.Expr)):
+                require("pypto.concat").require_equal(
+                    a, b, f"pypto.concat: valid extents of dim {k} of 'tensors[0]' and 'tensors[{i}]'", loc())
         size = E.simplify_dim(E.add(size, v.shape[d]))
         valid = E.simplify_dim(E.add(valid, v.valid_shape[d]))
     shape = list(first.shape)

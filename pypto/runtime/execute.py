@@ -20,7 +20,9 @@ from .._lazy import torch
 from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
+from ..ir.guards import checker
 from ..ops.registry import REGISTRY
+from .argument_overlap import remap_keys, separate_overlaps
 from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
@@ -72,53 +74,6 @@ def _reads_elements(lowered) -> bool:
     return any(isinstance(e, E.Expr) and "load(" in E._source(e) for e in exprs)
 
 
-def argument_aliases(lowered, tensors):
-    """How the caller's tensors share memory where the kernel writes one of them, or None (the
-    usual case, found from one data pointer per tensor).
-
-    Returns ``(same, overlap)``: ``same`` pairs (value id, value id of an earlier parameter) for a
-    parameter that is the very same tensor as an earlier one (``kernel(x, x)``): its accesses are
-    that parameter's accesses, so the dependencies between them are found. ``overlap`` is True when
-    a written tensor partly overlaps another: the call then runs in program order (serially).
-    """
-    if len(tensors) < 2:
-        return None
-    ptrs = [t.untyped_storage().data_ptr() for t in tensors]
-    if len(set(ptrs)) == len(ptrs):
-        return None
-    params = lowered.program.params
-    written = lowered.written_params
-    same, overlap = [], False
-    for j, u in enumerate(tensors):
-        for i in range(j):
-            t = tensors[i]
-            if ptrs[i] != ptrs[j] or (params[i].value.id not in written and params[j].value.id not in written):
-                continue
-            if (t.data_ptr(), t.shape, t.stride(), t.dtype) == (u.data_ptr(), u.shape, u.stride(), u.dtype):
-                same.append((params[j].value.id, params[i].value.id))
-                break
-            if _byte_range_overlap(t, u):
-                overlap = True
-    return (tuple(same), overlap) if same or overlap else None
-
-
-def _byte_range_overlap(t, u) -> bool:
-    def span(x):
-        if x.numel() == 0:
-            return x.data_ptr(), x.data_ptr()
-        last = sum((n - 1) * st for n, st in zip(x.shape, x.stride()))
-        return x.data_ptr(), x.data_ptr() + (last + 1) * x.element_size()
-    (a, b), (c, d) = span(t), span(u)
-    return a < d and c < b
-
-
-def _remap_keys(tasks, same) -> None:
-    """Accesses of a parameter that is the same tensor as an earlier one use that one's region key."""
-    to = dict(same)
-    for t in tasks:
-        t.keys = tuple([to.get(k, k) for k in t.keys])
-
-
 def _order(steps, where):
     return [where[t.id] for s in steps for t in s.tasks]
 
@@ -135,6 +90,8 @@ class LoweredExecutor:
         self.symbol_defaults = dict.fromkeys(unbound_symbols(lowered.program), 0)
         self._plans: OrderedDict = OrderedDict()
         self._knobs = (object(), None, None, None)
+        # sizes the program assumes equal, checked before anything runs (ir/guards.py)
+        self.check_sizes = checker(lowered.program.guards, lowered.program.symbols)
 
     @property
     def last(self):
@@ -158,6 +115,8 @@ class LoweredExecutor:
     def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
         of this call (runtime options such as stitching are read per call, not per compile)."""
+        if self.check_sizes is not None:
+            self.check_sizes(env)
         knobs = self._knobs
         if knobs[0] is not options:  # read once per resolved options object
             if options is not None:
@@ -168,11 +127,8 @@ class LoweredExecutor:
                 knobs = (None, self.max_roots, self.vso, False)
             self._knobs = knobs
         _, max_roots, vso, serial = knobs
-        same = ()
-        aliases = argument_aliases(self.lowered, tensors)
-        if aliases is not None:
-            same, overlap = aliases
-            serial = serial or overlap
+        tensors, same, overlap = separate_overlaps(self.lowered, tensors)  # inputs as before any write
+        serial = serial or overlap
         if self.reads_elements:
             return self._run_reading(tensors, env, max_roots, vso, serial, same)
         key = (max_roots, vso, serial, same, *env.values())
@@ -211,7 +167,7 @@ class LoweredExecutor:
         stitcher.flush(marker=False)
         tasks = stitcher.tasks
         if same:
-            _remap_keys(tasks, same)
+            remap_keys(tasks, same)
         layout = Layout(lowered, [tuple(t.shape) for t in tensors])
         note = layout.note
         for t in tasks:
@@ -276,7 +232,7 @@ class LoweredExecutor:
                 before = len(self.tasks)
                 super().add_root(index, env_, load_)
                 if same:
-                    _remap_keys(self.tasks[before:], same)
+                    remap_keys(self.tasks[before:], same)
                 pending.extend(self.tasks[before:])
 
         stitcher = ReadingStitcher(lowered, max_roots)

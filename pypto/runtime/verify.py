@@ -81,6 +81,8 @@ def _outputs(tensors, written, returns):
 
 def verify(compiled, tensors, env, options, real_run):
     """Run the stages; returns the results of ``real_run`` (the call itself) and the report."""
+    if compiled.executor.check_sizes is not None:  # before the reference runs on mismatched sizes
+        compiled.executor.check_sizes(env)
     rtol, atol = options.get("verify", "pass_verify_error_tol")
     program = compiled.program
     written = [p.value.id in compiled.lowered.written_params for p in program.params]

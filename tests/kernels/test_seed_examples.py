@@ -119,12 +119,13 @@ def test_attention_kernel_batch_and_seq_one_compile(hidden):
 
 def test_attention_mismatched_dynamic_lengths_fail_at_run_time():
     # k and v have separate DYNAMIC sequence dims: they compile (they may agree), but when they
-    # differ at run time probs @ v has no valid K and the call fails, leaving `out` untouched
+    # differ at run time probs @ v has no valid K: the size guard refuses the call before it
+    # runs, leaving `out` untouched
     attention_kernel = make_attention(64)
     q, k = _rand(2, 8, 64, seed=1), _rand(2, 8, 64, seed=2)
     v = _rand(2, 6, 64, seed=3)
     out = torch.full((2, 8, 64), 3.0)
-    with pytest.raises(pypto.KernelRuntimeError, match="inner dims"):
+    with pytest.raises(pypto.errors.ArgumentValueError, match="K of 'input' and K of 'mat2'"):
         attention_kernel(q, k, v, out)
     torch.testing.assert_close(out, torch.full((2, 8, 64), 3.0), rtol=0, atol=0)
     out = torch.zeros(2, 8, 64)
