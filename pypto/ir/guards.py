@@ -152,8 +152,14 @@ def _mismatch(g, env):
         "the value does not fit at run time (it would be cut"
     return ArgumentValueError(
         f"{g.what}: {head}; nothing was written)",
-        expected=f"{la} {'==' if g.rel == 'eq' else '<='} {lb}", got=f"{la} = {a} and {lb} = {b}",
+        expected=f"{la} {'==' if g.rel == 'eq' else '<='} {lb}", got=_values(g, la, a, lb, b),
         param=_param_of(g.lhs) or _param_of(g.rhs), loc=g.loc, hint=hint)
+
+
+def _values(g, la, a, lb, b) -> str:
+    """The two sides' values at this call (a constant side is its own value: not "40 = 40")."""
+    sides = [f"{text} = {value}" for e, text, value in ((g.lhs, la, a), (g.rhs, lb, b)) if isinstance(e, E.Expr)]
+    return " and ".join(sides)
 
 
 def _param_of(e):

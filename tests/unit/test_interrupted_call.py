@@ -13,14 +13,32 @@ import torch
 import pypto
 
 
-def _interrupt_main_after(seconds: float) -> threading.Timer:
-    """SIGINT to this (the main) thread after ``seconds``, as Ctrl-C in a terminal sends it."""
-    assert threading.current_thread() is threading.main_thread()  # pytest (and xdist) run tests there
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    main = threading.main_thread().ident
-    timer = threading.Timer(seconds, signal.pthread_kill, (main, signal.SIGINT))
-    timer.start()
-    return timer
+class _CtrlC:
+    """SIGINT to this (the main) thread after ``seconds``, then again every ``seconds`` until the
+    interrupt was seen, as a user presses Ctrl-C again when the first press seems lost (a signal that
+    lands inside a gc callback, e.g. hypothesis's, is reported as unraisable and dropped)."""
+
+    def __init__(self, seconds: float):
+        assert threading.current_thread() is threading.main_thread()  # pytest (and xdist) run tests there
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        self.seen = threading.Event()
+        self.previous = signal.signal(signal.SIGINT, self._handler)
+        self.main = threading.main_thread().ident
+        self.thread = threading.Thread(target=self._press, args=(seconds,), daemon=True)
+        self.thread.start()
+
+    def _handler(self, signum, frame):
+        if not self.seen.is_set():
+            raise KeyboardInterrupt
+
+    def _press(self, seconds):
+        while not self.seen.wait(seconds):
+            signal.pthread_kill(self.main, signal.SIGINT)
+
+    def cancel(self):
+        self.seen.set()
+        self.thread.join()
+        signal.signal(signal.SIGINT, self.previous)
 
 
 def _rows_kernel():
@@ -34,14 +52,15 @@ def _rows_kernel():
 
 
 def _run_until_interrupted(call, seconds=0.2, limit=60.0):
-    timer = _interrupt_main_after(seconds)
+    ctrl_c = _CtrlC(seconds)
     try:
         with pytest.raises(KeyboardInterrupt):
             deadline = time.monotonic() + limit
             while time.monotonic() < deadline:  # each call is long; the signal lands inside one
                 call()
+        ctrl_c.seen.set()
     finally:
-        timer.cancel()
+        ctrl_c.cancel()
 
 
 def test_sigint_during_a_long_run_leaves_the_kernel_usable():
