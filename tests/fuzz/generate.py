@@ -101,13 +101,10 @@ def steps(draw, dtype: str, rank: int, n_loop: int, masks: tuple, n_steps: int) 
 
 
 @st.composite
-def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER,
-             known_issues: bool = False) -> Program:
+def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) -> Program:
     """A random valid kernel program over one of ``dtypes`` (see the module docstring).
-
-    ``known_issues`` also draws valid programs that pypto is known to refuse or get wrong today
-    (issue 11, fixed on other branches): vec tiles in rank-0 programs, and an axis annotated
-    STATIC/int in one tensor and DYNAMIC in another.
+    It includes vec tiles in rank-0 programs, and an axis annotated STATIC/int in one tensor and
+    DYNAMIC in another (checked against each other before the run).
     """
     dtype = draw(st.sampled_from(dtypes))
     rank = draw(st.integers(0, 4))
@@ -150,7 +147,7 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER,
     if candidates and draw(st.booleans()):
         outputs.append(draw(st.sampled_from(candidates)))
     vec_tile = None
-    if known_issues and not rank and draw(st.booleans()):
+    if not rank and draw(st.booleans()):
         vec_tile = tuple(draw(st.sampled_from(VEC_TILES)) for _ in range(draw(st.integers(1, 2))))
     if rank and draw(st.integers(0, 4)):
         vec_tile = tuple(draw(st.sampled_from(VEC_TILES)) for _ in range(rank + draw(st.integers(0, 1))))
@@ -173,7 +170,7 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER,
     carry = bool(n_loop) and window is None and draw(st.integers(0, 3)) == 0
     dynamic_in = ()
     fixed = [a for a, d in enumerate(ds) if not d.runtime]
-    if known_issues and fixed and n_inputs + (epilogue is not None and epilogue.op == "matmul") > 1:
+    if fixed and n_inputs + (epilogue is not None and epilogue.op == "matmul") > 1:
         n_tensors = n_inputs + (epilogue is not None and epilogue.op == "matmul")
         dynamic_in = ((draw(st.integers(1, n_tensors - 1)), draw(st.sampled_from(fixed))),)
     strided = rank >= 2 and draw(st.integers(0, 4)) == 0

@@ -95,7 +95,7 @@ class Program:
     window: tuple[int, int, int] | None = None
     strided: bool = False  # the call passes inputs and outputs as non-contiguous tensors (rank >= 2)
     carry: bool = False   # a loop also adds its first output's tile into a one-tile accumulator `acc`
-    # (input, axis) annotated DYNAMIC although the axis is STATIC/int elsewhere (known-issues profile)
+    # (input, axis) annotated DYNAMIC although the axis is STATIC/int elsewhere
     dynamic_in: tuple[tuple[int, int], ...] = ()  # (axis, start, stop): a loop reads and writes only there
 
     @property

@@ -30,7 +30,7 @@ def _family(outcome: Outcome) -> str:
     return f"{outcome.kind}:{re.sub(r'[0-9.e+-]+', '#', last)[:120]}"
 
 
-def sweep(n: int, seed_value: int, max_steps: int = 8, known_issues: bool = False):
+def sweep(n: int, seed_value: int, max_steps: int = 8):
     """Run ``n`` programs; returns (counts, failures [(program, outcome)], rejections Counter)."""
     counts = collections.Counter()
     failures, rejections = [], collections.Counter()
@@ -39,7 +39,7 @@ def sweep(n: int, seed_value: int, max_steps: int = 8, known_issues: bool = Fals
     @seed(seed_value)
     @settings(max_examples=n, database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
-    @given(programs(max_steps=max_steps, known_issues=known_issues))
+    @given(programs(max_steps=max_steps))
     def one(prog):
         outcome = run_program(prog, workdir.name)
         counts[outcome.status] += 1
@@ -79,11 +79,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="fuzz-failures", help="folder for repros of failures")
     ap.add_argument("--max-steps", type=int, default=8, help="longest op chain")
-    ap.add_argument("--known-issues", action="store_true",
-                    help="also draw programs pypto is known to get wrong today (see generate.programs)")
     args = ap.parse_args(argv)
     start = time.perf_counter()
-    counts, failures, rejections = sweep(args.n, args.seed, args.max_steps, args.known_issues)
+    counts, failures, rejections = sweep(args.n, args.seed, args.max_steps)
     elapsed = time.perf_counter() - start
     out = Path(args.out)
     paths = write_repros(failures, out) if failures else []
