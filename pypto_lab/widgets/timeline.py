@@ -13,7 +13,19 @@ import traitlets
 from .. import views
 
 
-class SwimlaneChart(anywidget.AnyWidget):
+class _StaticFallback:
+    """Beside the live widget, the static picture of ``self.timeline``: what a stored notebook shows
+    where no widget runs (on GitHub, or before it runs) instead of a model id."""
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            data["text/html"] = static_html(self.timeline)
+        return bundle
+
+
+class SwimlaneChart(_StaticFallback, anywidget.AnyWidget):
     """The swimlane canvas (``pypto_lab/views/swimlane.js``) as an anywidget: ``meta`` is the
     payload's JSON header, ``data`` its typed columns (one binary frame). The browser asks for a
     task's details and for the Chrome trace with custom messages; both are built on request."""
@@ -53,13 +65,6 @@ class SwimlaneChart(anywidget.AnyWidget):
         elif kind == "trace" and self.timeline is not None:
             self.send({"kind": "trace", "filename": self.filename}, [views.trace_json_bytes(self.timeline)])
 
-    def _repr_mimebundle_(self, **kwargs):
-        # a stored notebook (GitHub, before it runs) shows the static picture instead of a model id
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict):
-            data["text/html"] = static_html(self.timeline)
-        return bundle
 
 
 def static_html(timeline) -> str:
@@ -70,7 +75,7 @@ def static_html(timeline) -> str:
             + views.timeline.static_svg(timeline))
 
 
-class TimelineView(W.VBox):
+class TimelineView(_StaticFallback, W.VBox):
     """``timeline`` as a `SwimlaneChart` (``chart``, in a box of class ``pypto-timeline``) under
     its stats line, with the per-leaf table (``summary``) below. `show` replaces the timeline."""
 
@@ -103,12 +108,6 @@ class TimelineView(W.VBox):
         self.summary.value = (f"<details><summary>per leaf</summary>{views.leaf_summary_html(timeline)}</details>"
                               if self._summary and timeline is not None else "")
 
-    def _repr_mimebundle_(self, **kwargs):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict):
-            data["text/html"] = static_html(self.timeline)
-        return bundle
 
 
 class TraceOpener(W.VBox):
