@@ -66,7 +66,11 @@ def steps(draw, dtype: str, rank: int, n_loop: int, masks: tuple, n_steps: int) 
             kinds.append("if")
         kind = draw(st.sampled_from(kinds))
         if kind == "unary":
-            step = Step(draw(st.sampled_from([o for o in _ops_for(dt, UNARY) if not o.endswith("_s")])), (a,))
+            # no clone of a half value: AutoCast (as upstream's) lets an fp32 consumer read the
+            # unrounded value while clone reads the rounded copy, so `x >= clone(x)` can be false
+            # on the device too; the per-op-rounding reference cannot model that split
+            step = Step(draw(st.sampled_from([o for o in _ops_for(dt, UNARY)
+                                              if not o.endswith("_s") and not (o == "clone" and dt in ("fp16", "bf16"))])), (a,))
         elif kind == "scalar":
             op = draw(st.sampled_from(["mul_s", "add_s", "rsub_s"]))
             step = Step(op, (a,), draw(st.sampled_from(SCALARS["f" if dt in FLOAT else "i"])))
