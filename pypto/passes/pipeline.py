@@ -117,9 +117,10 @@ def _exec_text(roots) -> str:
 STOP_AFTER = {1: "autocast", 2: "assign_memory", 3: "execute_graph"}
 
 
-def lower(program, options, machine=None, fuse: bool = True):
+def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool = True):
     """(Lowered, [PassSnapshot ...]) for a traced program; (None, snapshots so far) when
-    ``host_options["compile_stage"]`` stops the compile before code generation."""
+    ``host_options["compile_stage"]`` stops the compile before code generation (unless
+    ``stop_at_stage`` is False: pass verify of a compile-only call checks every pass)."""
     machine = machine or current_machine()
     ids = itertools.count(max([p.value.id for p in program.params] +
                               [v.id for op in iter_ops(program.body) for v in op.outputs] + [0]) + 1)
@@ -142,7 +143,7 @@ def lower(program, options, machine=None, fuse: bool = True):
     program = _autocast.autocast(program, new_id, lambda dt, s, v, n: new_value(dt, s, v, n))
     verify_tensor_graph(program, "autocast")
     snap("autocast", "tensor", t0, program, format_program, tensor_dot)
-    stop = STOP_AFTER.get(int(options.get("host", "compile_stage")))
+    stop = STOP_AFTER.get(int(options.get("host", "compile_stage"))) if stop_at_stage else None
     if stop == "autocast":
         return None, snaps
 

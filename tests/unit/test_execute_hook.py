@@ -194,3 +194,18 @@ def test_count_mismatch_is_a_clear_error():
     k._signature()
     with pytest.raises(pypto.ArgumentValueError, match="got 1 tensor\\(s\\) for 2 tensor definition"):
         k.compile([rand((4, 8))], list(k._sig.tensors))
+
+
+@pytest.mark.parametrize("stage", [pypto.CompStage.TILE_GRAPH, pypto.CompStage.EXECUTE_GRAPH], ids=lambda s: s.name)
+def test_compile_only_to_a_stage_still_verifies_every_pass(monkeypatch, log_dir, stage):
+    # upstream's interpreter set-up compiles to EXECUTE_GRAPH with pass verify on: the version has
+    # no executor, so verify lowers in full for itself and checks the goldens on copies
+    monkeypatch.setattr(JitCallableWrapper, "_execute_kernel", _compile_only)
+    k = _scale_kernel(verify_options=VERIFY, host_options={"compile_stage": stage})
+    x, y = rand((9, 8), seed=3), torch.full((9, 8), 7.0)
+    pypto.set_verify_golden_data(goldens=[None, x * 4.0])
+    assert k(x, y, 4.0) is None
+    assert torch.equal(y, torch.full((9, 8), 7.0))
+    pypto.set_verify_golden_data(goldens=[None, x * 4.5])  # a wrong golden is still caught
+    with pytest.raises(PassVerifyError, match="golden stage.*argument 'y'"):
+        k(x, y, 4.0)
