@@ -12,6 +12,10 @@ import torch
 
 import pypto
 
+# a Ctrl-C may land inside a gc or weakref callback, where Python reports it as unraisable and
+# drops it: expected here (the test presses again), so not a warning of the suite
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
 
 class _CtrlC:
     """SIGINT to this (the main) thread after ``seconds``, then again every ``seconds`` until the
