@@ -64,12 +64,14 @@ class SourceLoc:
         return f"{where}\n    {text}" if text else where
 
 
-def user_loc(depth: int = 1) -> SourceLoc | None:
-    """The innermost frame outside the pypto package: the user's kernel line being traced."""
+def user_loc(depth: int = 1, also_skip: tuple = ()) -> SourceLoc | None:
+    """The innermost frame outside the pypto package (and the folders ``also_skip``): the user's
+    kernel line being traced."""
+    skip = (_PACKAGE_DIR, "<frozen", *also_skip)
     frame = sys._getframe(depth)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR) and not filename.startswith("<frozen"):
+        if not filename.startswith(skip):
             return SourceLoc(filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None

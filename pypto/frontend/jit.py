@@ -162,7 +162,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         self._versions = VersionCache(check_maxsize(cache_maxsize, loc=self.loc), self._evicted)
         self._hits = 0
         self._misses = 0
-        self._opts = (-1, None, None, False, None)
+        self._opts = (-1, None, None, False, None, False)
         self._fast = None  # (binder, entry, ...) of the version the last call used (launcher.py)
         self.call_log: collections.deque = collections.deque(maxlen=256)
         self.last_run: RunRecord | None = None
@@ -204,7 +204,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         compiled = entry.compiled
         t1 = time.perf_counter()
         opts = record[1]
-        if bound is None and compile_only(opts):  # compiled up to its stage: nothing runs
+        if record[5]:  # compiled up to its stage: nothing runs (never remembered for the fast path)
             if hit:
                 entry.hits += 1
                 self._hits += 1
@@ -308,7 +308,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         else:
             self.jit_options.pop("runtime", None)
         self._runtime_seen = _snapshot(live)
-        self._opts = (-1, None, None, False, None)
+        self._opts = (-1, None, None, False, None, False)
         self._fast = None
 
     def _resolved(self):
@@ -316,8 +316,9 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         return self._resolved_record()[1]
 
     def _resolved_record(self) -> tuple:
-        """(state version, resolved options, compile-key id, run_mode is NPU, artefacts wanted) for
-        a call made now in this thread / task; kept for the next call in the same state."""
+        """(state version, resolved options, compile-key id, run_mode is NPU, artefacts wanted,
+        compile only) for a call made now in this thread / task; kept for the next call in the same
+        state."""
         version = _options.state_version()
         record = self._opts
         if record[0] != version:
@@ -328,7 +329,8 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             explicit_sim = ("run_mode" in self.jit_options.get("runtime", {})
                             or _options.is_set("runtime", "run_mode"))
             record = self._opts = (version, resolved, ckey, resolved.run_mode == _options.RunMode.NPU,
-                                   _artefacts.wanted(resolved, explicit_sim))  # files the calls write (artefacts/)
+                                   _artefacts.wanted(resolved, explicit_sim),  # files the calls write (artefacts/)
+                                   compile_only(resolved))
         return record
 
     def _lookup(self, args, kwargs, count: bool, record: tuple | None = None):
@@ -353,7 +355,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
                 reason = why
                 if count:
                     self._misses += 1
-        if not compile_only(opts):  # a refused call is not a hit
+        if not record[5]:  # a refused call is not a hit (a compile-only call writes nothing)
             if strided is not None:
                 check_written(strided, entry.compiled, sig.tensors, self.loc)
                 refuse_written_overlaps(entry.compiled.lowered, tensors, strided)

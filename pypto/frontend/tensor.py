@@ -8,9 +8,8 @@ slicing records views and slice assignment records assembles. Outside a kernel,
 from __future__ import annotations
 
 import os
-import sys
 
-from ..errors import ArgumentTypeError, KernelSyntaxError, ShapeError, SourceLoc, user_loc
+from ..errors import ArgumentTypeError, KernelSyntaxError, ShapeError, user_loc
 from ..ir import expr as E
 from ..ir.graph import Value
 from .scalar import SymbolicScalar
@@ -27,14 +26,7 @@ def _loc_outside_torch():
     """The innermost frame in neither pypto nor torch: the user's line that called torch."""
     import torch
 
-    skip = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(torch.__file__))
-    frame = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(skip) and not filename.startswith("<frozen"):
-            return SourceLoc(filename, frame.f_lineno, frame.f_code.co_name)
-        frame = frame.f_back
-    return None
+    return user_loc(3, (os.path.dirname(torch.__file__),))
 
 
 class Tensor:

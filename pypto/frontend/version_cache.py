@@ -55,7 +55,6 @@ class VersionCache:
     def __init__(self, maxsize: int | None = DEFAULT_MAXSIZE, on_evict: Callable | None = None):
         self.maxsize = maxsize
         self.evictions = 0
-        self.last_key = None  # the key compiled last (a miss reason compares with it, even once evicted)
         self._entries: OrderedDict = OrderedDict()  # least recently used first
         self._order: list = []  # keys in compile order
         self._pending: dict = {}
@@ -114,11 +113,9 @@ class VersionCache:
             pending.done.set()
 
     def _insert(self, key, entry) -> None:
-        evicted = []
         with self._lock:
             self._entries[key] = entry
             self._order.append(key)
-            self.last_key = key
             evicted = self._evict_over(self.maxsize, keep=key)
         for e in evicted:
             if self._on_evict is not None:
@@ -163,7 +160,6 @@ class VersionCache:
             self._entries.clear()
             self._order.clear()
             self.evictions = 0
-            self.last_key = None
 
 
 def _copy(error: Exception) -> Exception:

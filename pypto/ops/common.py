@@ -9,6 +9,7 @@ from ..frontend.builder import current, require
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
 from ..ir import expr as E
+from ..ir.guards import size_only
 from .registry import REGISTRY
 
 
@@ -133,6 +134,14 @@ def same_size(a, b, what: str, where=None) -> bool:
         if tracer is not None:
             tracer.require_equal(a, b, what, where or loc())
     return True
+
+
+def checked_before_the_run(a, b) -> bool:
+    """Whether sizes ``a`` and ``b`` depend on sizes only (no loop index, no element read): then the
+    size guard `same_size` records checks them before the call runs (`pypto.ir.guards`), and a leaf
+    needs no run-time check of its own."""
+    loops = set(require("pypto.matmul").loop_info)
+    return size_only(a, loops) and size_only(b, loops)
 
 
 def relate_valid(op: str, values, params, where=None) -> None:

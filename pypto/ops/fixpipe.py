@@ -23,7 +23,7 @@ from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DT_
 from ..enums import ReLuType, TransMode
 from ..errors import DTypeError, ShapeError
 from ..ir import expr as E
-from .common import loc, same_size, tensor_arg
+from .common import checked_before_the_run, loc, same_size, tensor_arg
 
 # upstream's table 3 on A2/A3 (a bf16 bias is refused there for bf16 operands)
 BIAS_DTYPES = {DT_FP16: (DT_FP16, DT_FP32), DT_BF16: (DT_FP32,), DT_FP32: (DT_FP32,), DT_INT8: (DT_INT32,)}
@@ -64,8 +64,9 @@ def parse_extend_params(extend_params, in_dt, out_dt, n, batch, ins: list, attrs
         attrs["bias"] = len(ins)
         ins.append(bias)
         bias_n = bias._value.shape[-1]
-        if (isinstance(bias_n, E.Expr) or isinstance(n, E.Expr)) and bias_n != n:
-            attrs["bias_check"] = (bias_n, n)  # a runtime size the trace could not prove equal to N
+        if (isinstance(bias_n, E.Expr) or isinstance(n, E.Expr)) and bias_n != n \
+                and not checked_before_the_run(bias_n, n):
+            attrs["bias_check"] = (bias_n, n)  # N through a loop index: checked by the leaf at run time
     scale = params.get("scale", 0.0)
     if not isinstance(scale, (int, float)) or isinstance(scale, bool):
         raise DTypeError("pypto.matmul: extend_params['scale'] must be a number", got=repr(scale),

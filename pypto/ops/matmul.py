@@ -8,8 +8,7 @@ from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
 from ..errors import DTypeError, KernelRuntimeError, ShapeError
 from ..ir import expr as E
 from ..frontend.builder import require
-from ..ir.guards import size_only
-from .common import broadcast_shapes, check_dtype, dtype_arg, emit, loc, same_size, tensor_arg
+from .common import broadcast_shapes, check_dtype, checked_before_the_run, dtype_arg, emit, loc, same_size, tensor_arg
 from .fixpipe import apply_epilogue, parse_extend_params, round_to_tf32, scale_as_applied  # noqa: F401
 from .registry import register
 
@@ -51,7 +50,7 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
     vm = a.valid_shape[-1] if a_trans else a.valid_shape[-2]
     vn = b.valid_shape[-2] if b_trans else b.valid_shape[-1]
     ins, attrs = [input, mat2], {"a_trans": bool(a_trans), "b_trans": bool(b_trans)}
-    if (isinstance(ka, E.Expr) or isinstance(kb, E.Expr)) and ka != kb and not _checked_before_the_run(ka, kb):
+    if (isinstance(ka, E.Expr) or isinstance(kb, E.Expr)) and ka != kb and not checked_before_the_run(ka, kb):
         attrs["k_check"] = (ka, kb)  # K through a loop index: checked by the leaf at run time
     parse_extend_params(extend_params, dt, out_dt, n, batch, ins, attrs)
     if dt in (DT_FP16, DT_BF16) and out_dt is dt and not ({"bias", "scale", "scale_tensor", "relu", "to_int8"}
@@ -98,13 +97,6 @@ def matmul_dims(op, a, b, a_trans, b_trans, names):
         require("pypto." + op).require_equal(vka, vkb, f"pypto.{op}: valid K extents of {names[0]!r} and "
                                                        f"{names[1]!r}", loc())
     return m, n, ka, kb, batch
-
-
-def _checked_before_the_run(ka, kb) -> bool:
-    """Whether K of both operands depends on sizes only: then a size guard checks it before the
-    call runs (`pypto.ir.guards`), and the leaf needs no check of its own."""
-    loops = set(require("pypto.matmul").loop_info)
-    return size_only(ka, loops) and size_only(kb, loops)
 
 
 def check_k(attrs, ev):

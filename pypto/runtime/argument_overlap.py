@@ -30,6 +30,11 @@ def byte_range(t) -> tuple:
     return start, start + (last + 1) * t.element_size()
 
 
+def _same_view(t, u) -> bool:
+    """Whether ``t`` and ``u`` are the very same view (same first element, shape, strides, dtype)."""
+    return (t.data_ptr(), t.shape, t.stride(), t.dtype) == (u.data_ptr(), u.shape, u.stride(), u.dtype)
+
+
 def _elements_overlap(t, u) -> bool:
     """Whether two views of one storage whose byte ranges overlap share an element."""
     if t.is_contiguous() and u.is_contiguous():
@@ -59,8 +64,7 @@ def refuse_written_overlaps(lowered, tensors: list, strided: list) -> None:
     for j in sorted(copied):
         for i in range(j):
             t, u = callers[i], callers[j]
-            if i in copied and params[i].value.id in written and params[j].value.id in written and \
-                    (t.data_ptr(), t.shape, t.stride(), t.dtype) == (u.data_ptr(), u.shape, u.stride(), u.dtype):
+            if i in copied and params[i].value.id in written and params[j].value.id in written and _same_view(t, u):
                 tensors[j] = tensors[i]
                 callers[j] = tensors[i]  # compared as that copy from now on
                 break
@@ -111,8 +115,7 @@ def separate_overlaps(lowered, tensors: list, allow_same: bool = True):
             if not (a < d and c < b) or not _elements_overlap(t, u):
                 continue
             if wi and wj:
-                if allow_same and (t.data_ptr(), t.shape, t.stride(), t.dtype) == \
-                        (u.data_ptr(), u.shape, u.stride(), u.dtype):
+                if allow_same and _same_view(t, u):
                     if all(k != params[j].value.id for k, _ in same):
                         same.append((params[j].value.id, params[i].value.id))
                     continue

@@ -27,6 +27,8 @@ far fewer events).
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np  # imported with the simulator, never by `import pypto`
 import math
 from array import array
@@ -68,8 +70,7 @@ class Replayer:
         replay = self._replays.get(vso)
         if replay is None:
             replay = self._replays[vso] = _Replay(self.lowered, self.stream, vso, self.memory_key)
-        fresh = object.__new__(_Replay)
-        fresh.__dict__.update(replay.__dict__)
+        fresh = copy.copy(replay)
         # the scheduler counts down each task's predecessors in place: give it its own counts
         fresh.tasks = replace(replay.tasks, npred=replay.tasks.npred.copy())
         return _Sim(self.lowered, fresh, runtime, machine).run()

@@ -24,12 +24,7 @@ def render(kernel, best) -> str:
     config = _config_of(best)
     params, runtime, passes = split(config)
     fn = getattr(kernel, "fn", kernel)
-    groups = {f"{g}_options": dict(v) for g, v in getattr(kernel, "jit_options", {}).items()}
-    if runtime:
-        groups.setdefault("runtime_options", {}).update(runtime)
-    if passes:
-        groups.setdefault("pass_options", {}).update(passes)
-    groups = {k: v for k, v in groups.items() if v}
+    groups = {k: v for k, v in _tuned_options(kernel, runtime, passes).items() if v}
     deco = "@pypto.jit" + ("(" + ", ".join(f"{k}={_literal(v)}" for k, v in groups.items()) + ")" if groups else "")
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
@@ -85,12 +80,20 @@ def apply(kernel, best):
                           **{k: v for k, v in params.items() if k in keyword_only}} or None
     new.__annotations__ = dict(fn.__annotations__)
     new.__qualname__, new.__module__, new.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
-    options = {f"{g}_options": dict(v) for g, v in getattr(kernel, "jit_options", {}).items()}
-    if runtime:
-        options["runtime_options"] = {**options.get("runtime_options", {}), **runtime}
-    if passes:
-        options["pass_options"] = {**options.get("pass_options", {}), **passes}
-    return pypto.jit(new, **options)
+    return pypto.jit(new, **_tuned_options(kernel, runtime, passes))
+
+
+def jit_keywords(kernel) -> dict:
+    """``kernel``'s own jit options as ``pypto.jit`` keywords (``{"runtime_options": {...}}``)."""
+    return {f"{g}_options": dict(v) for g, v in getattr(kernel, "jit_options", {}).items()}
+
+
+def _tuned_options(kernel, runtime: dict, passes: dict) -> dict:
+    options = jit_keywords(kernel)
+    for key, values in (("runtime_options", runtime), ("pass_options", passes)):
+        if values:
+            options[key] = {**options.get(key, {}), **values}
+    return options
 
 
 def _called_name(call: ast.Call) -> str:

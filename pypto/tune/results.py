@@ -55,8 +55,7 @@ class Results:
         """Records ordered by a figure (or ``number``/``status``, or a configuration name); records
         without that value go last."""
         def value(r):
-            v = r.config.get(by) if by in r.config else getattr(r, by, None)
-            return v
+            return r.config[by] if by in r.config else getattr(r, by, None)
         have = [r for r in self.records if value(r) is not None]
         missing = [r for r in self.records if value(r) is None]
         return sorted(have, key=lambda r: _sortable(value(r)), reverse=descending) + missing

@@ -162,11 +162,8 @@ def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, s
         raise OptionError(f"unknown runner {runner!r}", param="runner", expected="'inprocess' or 'dask'",
                           got=repr(runner))
     name = getattr(kernel, "__name__", str(kernel))
-    if store and os.path.exists(store):
-        results = Results.load(store)
-    else:
-        results = Results(kernel=name, space=space.to_dict(), path=store)
-    results.kernel, results.space = name, space.to_dict()
+    results = Results.load(store) if store and os.path.exists(store) else Results(path=store)
+    results.kernel, results.space = name, space.to_dict()  # a resumed store takes this sweep's
     chosen = make_strategy(strategy, space, seed, finished=list(results.records))
     if runner == "dask":
         engine = DaskRunner(KernelSource.of(kernel, text=source), space, seed, scheduler_address, n_workers,

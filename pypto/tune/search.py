@@ -23,8 +23,9 @@ class GridSearch:
 
     def ask(self) -> dict | None:
         for config in self._configs:
-            if config_key(config) not in self._done:
-                self._done.add(config_key(config))
+            key = config_key(config)
+            if key not in self._done:
+                self._done.add(key)
                 return config
         return None
 
@@ -32,20 +33,14 @@ class GridSearch:
         self._done.add(record.key)
 
 
-class RandomSearch:
+class RandomSearch(GridSearch):
     """Configurations drawn at random, each at most once (``seed`` makes the order repeatable)."""
 
     def __init__(self, space: Space, seed: int = 0, done: set | None = None):
+        super().__init__(space, done)
         configs = list(space.grid())
         random.Random(seed).shuffle(configs)
-        self._grid = GridSearch.__new__(GridSearch)
-        self._grid._configs, self._grid._done = iter(configs), set(done or ())
-
-    def ask(self) -> dict | None:
-        return self._grid.ask()
-
-    def tell(self, record: TrialRecord) -> None:
-        self._grid.tell(record)
+        self._configs = iter(configs)
 
 
 class OptunaSearch:

@@ -96,8 +96,22 @@ def space(shapes, params: dict | None = None, options: dict | None = None, dtype
         for v in values:
             validate_group(group, {name: v}, param=f"options[{key!r}]")
         checked_options[key] = values
+    for param, name in (dtypes or {}).items():
+        dtype_named(param, name)
     return Space({k: _candidates(k, v) for k, v in all_params.items()}, checked_options, tuple(frozen_calls),
                  dict(dtypes or {}))
+
+
+def dtype_named(param: str, name: str):
+    """The supported pypto dtype called ``name`` (``"fp16"``), given for tensor parameter ``param``."""
+    from ..dtypes import SUPPORTED_DTYPES
+
+    for d in SUPPORTED_DTYPES:
+        if d.name == "DT_" + str(name).upper():
+            return d
+    raise OptionError(f"unknown dtype {name!r} for tensor parameter '{param}'", param=f"dtypes[{param!r}]",
+                      expected="one of " + ", ".join(d.name[3:].lower() for d in SUPPORTED_DTYPES),
+                      got=repr(name))
 
 
 def _candidates(name, values) -> list:

@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 
-from .space import Space, compile_part, config_key, split
+from .space import Space, compile_part, config_key, dtype_named, split
 
 OK, FAILED, MISMATCH = "ok", "failed", "mismatch"
 
@@ -121,11 +121,7 @@ class Evaluator:
                                       param="shapes", expected=f"a shape for each of "
                                       f"{', '.join(t.param for t in self.signature.tensors)}",
                                       got=f"shapes for {', '.join(shapes) or 'none'}")
-            dtype = spec.dtype
-            if dtype is None:
-                import pypto
-
-                dtype = getattr(pypto, "DT_" + self.space.dtypes.get(spec.param, "fp32").upper())
+            dtype = spec.dtype or dtype_named(spec.param, self.space.dtypes.get(spec.param, "fp32"))
             tdt = dtype.torch()
             if tdt.is_floating_point:
                 t = torch.randn(shape, generator=g).to(tdt)
@@ -172,7 +168,7 @@ class Evaluator:
         return v, True
 
     def _compile(self, config: dict, call: int) -> _Version:
-        from ..options import OPTIONS, forced
+        from ..options import forced
         from ..runtime.machine import current_machine
         from ..runtime.scheduler import Replayer
 
@@ -193,9 +189,8 @@ class Evaluator:
         finally:
             # the private kernel's versions hold their last call's tensors: the sweep keeps its own
             self.kernel.cache_clear()
-        full = {name: compiled.options.get("runtime", name) for (g, name) in OPTIONS if g == "runtime"}
-        v = _Version(Replayer(compiled.lowered, stream, compiled.lowered.memory_key), full, current_machine(),
-                     compiled.compile_seconds, _ub_bytes(compiled))
+        v = _Version(Replayer(compiled.lowered, stream, compiled.lowered.memory_key), compiled.options.runtime(),
+                     current_machine(), compiled.compile_seconds, _ub_bytes(compiled))
         if reference is not None:
             v.numbers_match = _same(self._outputs(args, result), reference)
         return v
@@ -203,8 +198,6 @@ class Evaluator:
     # ---- trials --------------------------------------------------------------------------------------
     def evaluate(self, config: dict, number: int = 0) -> TrialRecord:
         """Run ``config`` on every call shape: a record, failed (with its error) rather than raised."""
-        from ..options import validate_group
-
         t0 = time.perf_counter()
         rec = TrialRecord(number, dict(config), worker=_worker_name())
         makespan = critical = devtasks = tasks = ub = 0
@@ -212,14 +205,11 @@ class Evaluator:
         util_c, util_v, l2 = [], [], []
         match = True
         try:
-            runtime = validate_group("runtime", split(config)[1], param="runtime_options")
+            runtime = _runtime_options(config)
             for call in range(len(self.space.shapes)):
                 v, new = self.version(config, call)
                 rec.compiled = rec.compiled or new
-                if v.error:
-                    raise _TrialFailed(v.error)
-                tl = v.replayer.simulate({**v.runtime, **runtime}, v.machine)
-                s = tl.stats
+                s = _simulated(v, runtime).stats
                 makespan += s["makespan_cycles"]
                 us += s["makespan_us"]
                 critical += s["critical_path_cycles"]
@@ -249,24 +239,33 @@ class Evaluator:
 
     def timeline(self, config: dict, call: int = 0):
         """The simulated Timeline of ``config`` on call shape ``call`` (for the lab)."""
-        from ..options import validate_group
-
-        v, _ = self.version(config, call)
-        if v.error:
-            raise _TrialFailed(v.error)
-        runtime = validate_group("runtime", split(config)[1], param="runtime_options")
-        return v.replayer.simulate({**v.runtime, **runtime}, v.machine)
+        return _simulated(self.version(config, call)[0], _runtime_options(config))
 
 
 class _TrialFailed(Exception):
     pass
 
 
+def _simulated(v: _Version, runtime: dict):
+    """The Timeline of version ``v`` under its compile's runtime options updated by ``runtime``."""
+    if v.error:
+        raise _TrialFailed(v.error)
+    return v.replayer.simulate({**v.runtime, **runtime}, v.machine)
+
+
+def _runtime_options(config: dict) -> dict:
+    """The validated runtime options of ``config``."""
+    from ..options import validate_group
+
+    return validate_group("runtime", split(config)[1], param="runtime_options")
+
+
 def _private_copy(kernel):
     import pypto
 
-    options = {f"{g}_options": dict(v) for g, v in getattr(kernel, "jit_options", {}).items()}
-    return pypto.jit(getattr(kernel, "fn", kernel), **options)
+    from .render import jit_keywords
+
+    return pypto.jit(getattr(kernel, "fn", kernel), **jit_keywords(kernel))
 
 
 def _error_text(e: BaseException) -> str:

@@ -4,6 +4,7 @@ side-by-side diff with the pass before (word level, unchanged runs folded)."""
 from __future__ import annotations
 
 import difflib
+from itertools import accumulate
 import re
 
 from ._html import PRE_STYLE, esc, ms, note, table
@@ -79,12 +80,7 @@ def _fold_row(count: int) -> str:
 def _changed_ranges(old: str, new: str) -> tuple:
     """Character ranges of the words that differ between two lines: (in old, in new)."""
     a, b = _words(old), _words(new)
-    a_pos = [0]
-    for w in a:
-        a_pos.append(a_pos[-1] + len(w))
-    b_pos = [0]
-    for w in b:
-        b_pos.append(b_pos[-1] + len(w))
+    a_pos, b_pos = list(accumulate(map(len, a), initial=0)), list(accumulate(map(len, b), initial=0))
     left, right = [], []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op != "equal":

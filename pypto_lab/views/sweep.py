@@ -121,7 +121,7 @@ def pareto_svg(results, x: str = "compile_seconds", width: int = 360, height: in
     y, lo, hi = _y_scale([r.makespan_cycles for r in ok], height)
     front = pareto_front(ok, x)
     on_front = {id(r) for r in front}
-    fmt = (lambda v: f"{v * 1e3:.1f} ms") if x == "compile_seconds" else str
+    fmt = lambda v: _figure(x, v)  # noqa: E731
     body = [f'<text x="36" y="22" text-anchor="end">{hi}</text>',
             f'<text x="36" y="{height - 26}" text-anchor="end">{lo}</text>',
             f'<text x="48" y="{height - 13}">{esc(fmt(x_lo))}</text>',

@@ -72,9 +72,9 @@ class _Index:
         return code
 
 
-def _sorted_codes(names: list):
-    """(names sorted naturally, old code -> new code)."""
-    order = sorted(range(len(names)), key=lambda i: natural_key(names[i]))
+def _sorted_codes(names: list, key=natural_key):
+    """(names sorted by ``key``, natural order by default; old code -> new code)."""
+    order = sorted(range(len(names)), key=lambda i: key(names[i]))
     remap = np.zeros(max(len(names), 1), dtype=np.int64)
     remap[order] = np.arange(len(order))
     return [names[i] for i in order], remap
@@ -268,7 +268,7 @@ def _payload(tl) -> tuple:
     cols = {name: bars.column(name, np.float64 if name in ("start", "dur") else np.int64)
             for name in ("lane", "start", "dur", "group", "loop", "device", "variant", "task", "cost")}
     n = len(cols["start"])
-    lane_names, lane_remap = _sorted_codes_lanes(lanes.names)
+    lane_names, lane_remap = _sorted_codes(lanes.names, key=lane_order_key)
     cols["lane"] = lane_remap[cols["lane"]] if n else cols["lane"]
     is_aicpu = np.asarray([lane_kind(name) == "AICPU" for name in lane_names], dtype=bool)
     cols["aicpu"] = is_aicpu[cols["lane"]].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
@@ -315,13 +315,6 @@ def _payload(tl) -> tuple:
                 critical=int(critical.sum()),
                 spans_used=sorted({int(g) for g in np.unique(cols["group"][cols["aicpu"] == 1]).tolist()}))
     return meta, buffer
-
-
-def _sorted_codes_lanes(names):
-    order = sorted(range(len(names)), key=lambda i: lane_order_key(names[i]))
-    remap = np.zeros(max(len(names), 1), dtype=np.int64)
-    remap[order] = np.arange(len(order))
-    return [names[i] for i in order], remap
 
 
 def decode_payload(meta: dict, buffer: bytes) -> dict:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Locator, Page, expect
@@ -37,6 +39,27 @@ _JS_CELL_STATE = """() => {
     .map(e => e.innerText);
   return {prompts, stderr};
 }"""
+
+
+@contextmanager
+def fresh_page(browser, height: int = 1000, screenshot: Path | None = None):
+    """A page in a browser context of its own (1600 x ``height``), closed on the way out. With
+    ``screenshot``, a test that ends without having saved it (e.g. because it failed) leaves the
+    page's picture there."""
+    context = browser.new_context(viewport={"width": 1600, "height": height})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        if screenshot is not None:
+            if not screenshot.exists():
+                try:
+                    page.screenshot(path=str(screenshot), full_page=True)
+                except Exception as exc:  # a failed screenshot must not hide the test's own error
+                    print(f"screenshot failed: {exc}")
+            print(f"screenshot: {screenshot}")
+        context.close()
 
 
 class NotebookPage:

@@ -61,20 +61,8 @@ SCHED_MODE_CONTROL = ".pypto-tune-device_sched_mode"
 def page(browser, tmp_path):
     """A fresh browser context and page. If the test ends without having saved its screenshot
     (tmp_path/lab.png), e.g. because it failed, the page is saved there on the way out."""
-    context = browser.new_context(viewport={"width": 1600, "height": 1000})
-    context.set_default_timeout(L.UI_TIMEOUT_MS)
-    page = context.new_page()
-    try:
+    with L.fresh_page(browser, screenshot=tmp_path / "lab.png") as page:
         yield page
-    finally:
-        shot = tmp_path / "lab.png"
-        if not shot.exists():
-            try:
-                page.screenshot(path=str(shot), full_page=True)
-            except Exception as exc:  # a failed screenshot must not hide the test's own error
-                print(f"screenshot failed: {exc}")
-        print(f"screenshot: {shot}")
-        context.close()
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)

@@ -46,12 +46,8 @@ def _content(dash, title: str):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1600, "height": 1000})
-    context.set_default_timeout(L.UI_TIMEOUT_MS)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
+    with L.fresh_page(browser) as page:
+        yield page
 
 
 def _notebook(*sources: str) -> str:

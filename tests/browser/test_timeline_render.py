@@ -47,13 +47,8 @@ _JS_SELECTED_LEAF = """el => {
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1600, "height": 1500})
-    context.set_default_timeout(L.UI_TIMEOUT_MS)
-    page = context.new_page()
-    try:
+    with L.fresh_page(browser, height=1500) as page:
         yield page
-    finally:
-        context.close()
 
 
 def test_timeline_paints_fast_and_answers_clicks(browser, notebooks_dir, lab_server, page, tmp_path):

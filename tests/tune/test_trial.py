@@ -75,6 +75,8 @@ def test_space_rejects_unknown_options_and_bad_values():
         tune.space(SHAPE, options={"device_sched_mode": [0, 9]})
     with pytest.raises(ValueError, match="no candidate values for 'TILE'"):
         tune.space(SHAPE, TILE=[])
+    with pytest.raises(ValueError, match=r"unknown dtype 'fp99' for tensor parameter 'x'"):
+        tune.space(SHAPE, dtypes={"x": "fp99"})
 
 
 def test_a_missing_shape_is_a_failed_trial_naming_the_parameter():
