@@ -1,0 +1,1 @@
+"""One module per family of published points; each registers its cases with `cases.case`."""
