@@ -22,7 +22,11 @@ except ImportError:  # run without the repo root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
     from helper import rand, tolerance
 
-KERNELS = {"unrolled": fa.unrolled_kernel, "loop": fa.loop_kernel}
+KERNELS = {
+    "unrolled": fa.unrolled_kernel,
+    "unrolled_tile256": lambda s0, s1, d: fa.unrolled_kernel(s0, s1, d, tile_s1=256),
+    "loop": fa.loop_kernel,
+}
 
 
 def attention(q, k, v):
@@ -32,7 +36,7 @@ def attention(q, k, v):
 
 
 @pytest.mark.parametrize("variant", sorted(KERNELS))
-@pytest.mark.parametrize("s0,s1,d", [(128, 256, 64), (256, 384, 128)])
+@pytest.mark.parametrize("s0,s1,d", [(128, 512, 64), (256, 512, 128)])
 def test_kernel_computes_attention(variant, s0, s1, d):
     # inputs spread wide enough that the row max moves between K/V tiles (the rescale is exercised)
     q = rand((s0, d), torch.float16, lo=-3.0, hi=3.0, seed=1)
@@ -50,17 +54,19 @@ def test_kernel_computes_attention(variant, s0, s1, d):
 def test_running_max_changes_across_tiles():
     # the test inputs above would not test the online rescale if one tile held every row's max
     q = rand((128, 64), torch.float16, lo=-3.0, hi=3.0, seed=1).float()
-    k = rand((256, 64), torch.float16, lo=-3.0, hi=3.0, seed=2).float()
+    k = rand((512, 64), torch.float16, lo=-3.0, hi=3.0, seed=2).float()
     s = q @ k.T
-    first, second = s[:, :128].amax(-1), s[:, 128:].amax(-1)
-    assert (second > first).any() and (first > second).any()
+    first, later = s[:, :256].amax(-1), s[:, 256:].amax(-1)
+    assert (later > first).any() and (first > later).any()
 
 
-@pytest.mark.parametrize("param,args", [("s0", (100, 256)), ("s1", (128, 200)), ("s1", (128, 0))])
-def test_sizes_off_the_tile_grid_are_refused(param, args):
+@pytest.mark.parametrize("param,args,kw", [("s0", (100, 256), {}), ("s1", (128, 200), {}), ("s1", (128, 0), {}),
+                                            ("tile_s1", (128, 512), {"tile_s1": 192}),
+                                            ("s1", (128, 384), {"tile_s1": 256})])
+def test_sizes_off_the_tile_grid_are_refused(param, args, kw):
     with pytest.raises(pypto.ShapeError) as err:
-        fa.unrolled_kernel(*args)
-    assert param in str(err.value)
+        fa.unrolled_kernel(*args, **kw)
+    assert f"'{param}'" in str(err.value)
 
 
 def _flash_cases():

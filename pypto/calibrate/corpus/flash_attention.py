@@ -16,7 +16,11 @@ processes every K/V tile of its block:
   local tensors each iteration reads and rewrites (upstream's GLM attention style).
 
 The hand kernel's software pipeline (QK of tile t+4 issued before PV of tile t) is a schedule,
-not a different computation: here the dependency engine decides what overlaps.
+not a different computation: here the dependency engine decides what overlaps, and a block's
+tasks are not pinned to one cube core and its two vector cores (the scheduler places each task).
+Both sources step the softmax over TILE_S1 = 256 columns (two 128-wide QK sub-tiles) by default;
+the registered cases step over 128 as the points state CUBE_S1 = 128, and
+``unrolled_kernel(..., tile_s1=256)`` is the 256-wide form.
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ CUBE_S1 = 128  # K/V rows per tile
 VEC_ROWS = CUBE_S0 // 2  # the sources split a block's rows over the two vector cores of a cube
 
 
-def _check_sizes(s0: int, s1: int, d: int) -> None:
-    for name, value, step in (("s0", s0, CUBE_S0), ("s1", s1, CUBE_S1)):
+def _check_sizes(s0: int, s1: int, d: int, tile_s1: int = CUBE_S1) -> None:
+    if tile_s1 not in (CUBE_S1, 2 * CUBE_S1):
+        raise pypto.ShapeError("flash_attention: 'tile_s1' must be 128 or 256 (the sources' TILE_S1)",
+                               expected="128 or 256", got=repr(tile_s1), param="tile_s1")
+    for name, value, step in (("s0", s0, CUBE_S0), ("s1", s1, tile_s1)):
         if not isinstance(value, int) or value <= 0 or value % step:
             raise pypto.ShapeError(f"flash_attention: '{name}' must be a positive multiple of {step}",
                                    expected=f"a multiple of {step}", got=repr(value), param=name)
@@ -49,24 +56,27 @@ def _check_sizes(s0: int, s1: int, d: int) -> None:
                                expected="a multiple of 16", got=repr(d), param="d")
 
 
-def unrolled_kernel(s0: int, s1: int, d: int = HEAD, dtype=pypto.DT_FP16):
+def unrolled_kernel(s0: int, s1: int, d: int = HEAD, dtype=pypto.DT_FP16, tile_s1: int = CUBE_S1):
     """Variant (a): a jit kernel ``(q [s0,d], k [s1,d], v [s1,d], o [s0,d] fp32)``; a `pypto.loop`
-    over the s0/128 query blocks, the s1/128 K/V tiles of a block unrolled inside it."""
-    _check_sizes(s0, s1, d)
-    blocks, tiles = s0 // CUBE_S0, s1 // CUBE_S1
+    over the s0/128 query blocks, the s1/tile_s1 K/V tiles of a block unrolled inside it.
+
+    ``tile_s1=256`` is the JIT source's TILE_S1: the softmax steps over 256 columns, the QK matmul
+    of a step is two 128-wide cube tiles and its PV matmul one tile of two 128-deep K steps."""
+    _check_sizes(s0, s1, d, tile_s1)
+    blocks, tiles = s0 // CUBE_S0, s1 // tile_s1
     scale = 1.0 / math.sqrt(d)
 
     @pypto.jit
     def flash_attention(q: pypto.Tensor([s0, d], dtype), k: pypto.Tensor([s1, d], dtype),
                         v: pypto.Tensor([s1, d], dtype), o: pypto.Tensor([s0, d], pypto.DT_FP32)):
-        pypto.set_cube_tile_shapes(*_cube_tiles(d))
-        pypto.set_vec_tile_shapes(VEC_ROWS, CUBE_S1)
+        pypto.set_cube_tile_shapes(*_cube_tiles(d, tile_s1))
+        pypto.set_vec_tile_shapes(VEC_ROWS, tile_s1)
         for b in pypto.loop(blocks, name="LOOP_s0", idx_name="b"):
             qb = pypto.view(q, [CUBE_S0, d], [b * CUBE_S0, 0])
             m = l = acc = None
             for t in range(tiles):
-                kt = pypto.view(k, [CUBE_S1, d], [t * CUBE_S1, 0])
-                vt = pypto.view(v, [CUBE_S1, d], [t * CUBE_S1, 0])
+                kt = pypto.view(k, [tile_s1, d], [t * tile_s1, 0])
+                vt = pypto.view(v, [tile_s1, d], [t * tile_s1, 0])
                 s = pypto.mul(pypto.matmul(qb, kt, pypto.DT_FP32, b_trans=True), scale)
                 tile_max = pypto.amax(s, -1, keepdim=True)
                 m_new = tile_max if m is None else pypto.maximum(m, tile_max)
@@ -126,11 +136,12 @@ def loop_kernel(s0: int, s1: int, d: int = HEAD, dtype=pypto.DT_FP16):
     return flash_attention_loop
 
 
-def _cube_tiles(d: int) -> tuple:
-    # m = the query block, k = the head dim (QK) or the K/V tile (PV), n = the K/V tile or the head
-    # dim: one cube tile per matmul, as the sources' single pto_macro_matmul call per tile
-    big = max(d, CUBE_S1)
-    return [CUBE_S0, CUBE_S0], [big, big], [big, big]
+def _cube_tiles(d: int, tile_s1: int = CUBE_S1) -> tuple:
+    # m = the query block; k = the head dim (QK) or the K/V step (PV), in 128-deep L0 steps kept in
+    # one task (the sources accumulate sub-tiles in L0C); n = 128 columns of S (QK) or the head dim
+    # (PV): one cube tile per 128x128 output, as the sources' pto_macro_matmul per CUBE_S1 sub-tile
+    k_l0 = min(d, CUBE_S1)
+    return [CUBE_S0, CUBE_S0], [k_l0, max(d, tile_s1)], [max(d, CUBE_S1), max(d, CUBE_S1)]
 
 
 def _inputs(s0: int, s1: int, d: int):
@@ -142,9 +153,9 @@ def _inputs(s0: int, s1: int, d: int):
     return q, k, v, o
 
 
-def build_unrolled(s0: int, s1: int, d: int = HEAD):
+def build_unrolled(s0: int, s1: int, d: int = HEAD, tile_s1: int = CUBE_S1):
     """The timing-only Simulation of variant (a) at these sizes."""
-    return timing_only(unrolled_kernel(s0, s1, d), *_inputs(s0, s1, d))
+    return timing_only(unrolled_kernel(s0, s1, d, tile_s1=tile_s1), *_inputs(s0, s1, d))
 
 
 def build_loop_variant(s0: int, s1: int, d: int = HEAD):
@@ -175,7 +186,8 @@ _JIT_POINTS = {  # (S0, S1): published us, mean of 50 timed iterations (device t
 for (_s0, _s1), _us in _HAND_POINTS.items():
     case(id=f"ptoisa_fa_s0_{_s0}_s1_{_s1}", family="flash_attention", kind="mixed", published_us=_us,
          source=HAND, build=_builder(_s0, _s1),
-         how=_HOW.format(extra="the source's QK preload of 4 tiles is left to the scheduler"))
+         how=_HOW.format(extra="the source's QK preload of 4 tiles is left to the scheduler; the "
+                               "README does not state TILE_S1 (its case generator defaults to 256)"))
 
 for (_s0, _s1), _us in _JIT_POINTS.items():
     case(id=f"ptoisa_jitfa_s0_{_s0}_s1_{_s1}", family="flash_attention", kind="mixed", published_us=_us,
