@@ -1,18 +1,25 @@
 """The simulated machine: cores, memories, bandwidths, op costs and AICPU overheads in one frozen
 object. Every number the timing simulator uses is a named, documented field here.
 
-Cost sources (see shared/reference/pypto-pipeline.md section 5): vector ops use upstream's
-compiler latency/parallelism model ``L + (ceil(bytes/256) - 1) * max(1, (256/elem)/P)``; copies
-use a latency plus bytes over bandwidth (GM about 32 B/cycle, L2 about 110); AICPU costs are
-upstream's cost-model defaults (dispatch 200, completion 240, resolve 390 cycles). They are model
-parameters, not measurements.
+The values come from data files, one per platform (``platforms/A2.json``: Ascend 910B;
+``platforms/A3.json``: one die of an Ascend 910C), where every parameter has a unit, a source
+and a label: *measured* (a published figure), *fitted* (by ``python -m pypto.calibrate`` on the
+published timings of the calibration corpus, see docs/CALIBRATION.md) or *default* (upstream's
+simulation parameter or ours, not measured). Vector ops use upstream's compiler latency /
+parallelism model ``L + (ceil(bytes/256) - 1) * max(1, (256/elem)/P)`` (table below) times the
+fitted ``vector_scale``; copies a latency plus bytes over bandwidth, per core and, for HBM,
+shared chip-wide (runtime/costmodel.py, runtime/scheduler.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import json
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 from .. import scopes as _scopes
+
+PLATFORMS = Path(__file__).with_name("platforms")
 
 
 def _vector_table():
@@ -59,8 +66,8 @@ def _vector_table():
 
 @dataclass(frozen=True)
 class MachineModel:
-    """An Ascend-like machine. Defaults: the A2/A3 numbers (24 AIC + 48 AIV cores, UB 192 KB,
-    L1 512 KB, L0A/L0B 64 KB, L0C 128 KB, 1.8 GHz, L2 192 MB)."""
+    """An Ascend-like machine. The named platforms (`MACHINES`) are loaded from their data files;
+    the field defaults are the A2 (910B) values before calibration."""
 
     name: str = "A2A3"
     # cores and local memories (bytes)
@@ -71,21 +78,24 @@ class MachineModel:
     l0a_bytes: int = 64 * 1024
     l0b_bytes: int = 64 * 1024
     l0c_bytes: int = 128 * 1024
-    clock_ghz: float = 1.8
+    clock_ghz: float = 1.85
     max_sched_aicpu: int = 5  # schedule threads usable on A2/A3 (launch_sched_aicpu_num is capped to it)
     # memory system: bytes per cycle and latencies in cycles
     l2_bytes: int = 192 * 1024 * 1024
     gm_read_bw: float = 32.0  # GM (HBM) -> UB / L1, per core
-    l2_read_bw: float = 110.0  # L2 hit -> UB / L1
+    l2_read_bw: float = 110.0  # L2 hit -> UB / L1, per core
+    gm_write_bw: float = 64.0  # UB / L0C -> GM, per core
+    hbm_bw: float = 700.0  # chip-wide HBM bytes per cycle, shared by the tasks in flight (0: no cap)
     gm_read_latency: int = 1400
     l2_read_latency: int = 300
-    gm_write_bw: float = 64.0  # UB / L0C -> GM
     gm_write_latency: int = 300
     l1_to_l0a_bw: float = 512.0
     l1_to_l0b_bw: float = 256.0
+    mte1_latency: int = 8
     # compute
     vector_costs: dict = field(default_factory=_vector_table, compare=False, hash=False)
     vector_default: tuple = (10, 128)
+    vector_scale: float = 1.0
     # cube ops (matmul, scaled_mm, conv: runtime/costmodel.py) cost latency + MACs / this rate
     cube_macs_per_cycle: dict = field(default_factory=lambda: {1: 8192, 2: 4096, 4: 1024},
                                       compare=False, hash=False)  # by operand itemsize
@@ -101,6 +111,12 @@ class MachineModel:
     fair_extra_cycles: int = 150  # device_sched_mode 2/3: extra bookkeeping per dispatch
     wait_device_cycles: int = 2000  # control AICPU: handshake when control flow waits for device data
     launch_cycles: int = 20000  # AI cores start after launch; launch_early_mode=1 overlaps control with it
+    # a task waiting in a core's pending slot starts its loads while the running task finishes
+    # (double buffering across consecutive tiles); False: tasks on a core never overlap
+    overlap_pending_loads: bool = True
+    # where each value comes from: name -> {"label", "source", "unit", "doc"} (from the platform file)
+    sources: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    platform: str = ""  # the data file's platform name ("" for a model built in code)
 
     def capacity(self, mem: str) -> int:
         """Bytes of the local memory level ``mem`` ("UB", "L1", "L0A", "L0B", "L0C")."""
@@ -113,12 +129,48 @@ class MachineModel:
     def with_(self, **kw) -> "MachineModel":
         return replace(self, **kw)
 
+    def describe(self) -> str:
+        """One line per parameter: value, unit, label (measured / fitted / default) and source."""
+        rows = []
+        for f in fields(self):
+            info = self.sources.get(f.name)
+            if info is None:
+                continue
+            rows.append(f"{f.name} = {getattr(self, f.name)!r} {info.get('unit', '')}  [{info.get('label')}] "
+                        f"{info.get('source', '')}")
+        return "\n".join(rows)
 
-A2A3 = MachineModel()
-SMALL = MachineModel("small", aic_cores=2, aiv_cores=4, ub_bytes=64 * 1024, l1_bytes=128 * 1024,
-                     l0a_bytes=32 * 1024, l0b_bytes=32 * 1024, l0c_bytes=64 * 1024, l2_bytes=256 * 1024,
-                     max_sched_aicpu=3)
-MACHINES = {"A2A3": A2A3, "small": SMALL}
+
+def platform_parameters(name: str) -> dict:
+    """The parameter entries of platform ``name`` (its data file, over its base's)."""
+    data = json.loads((PLATFORMS / f"{name}.json").read_text(encoding="utf-8"))
+    params = platform_parameters(data["base"]) if data.get("base") else {}
+    params.update(data["parameters"])
+    return params
+
+
+def from_platform(platform: str, name: str | None = None) -> MachineModel:
+    """The MachineModel of a platform data file (``platforms/<platform>.json``)."""
+    params = platform_parameters(platform)
+    known = {f.name for f in fields(MachineModel)}
+    values = {}
+    for key, entry in params.items():
+        if key not in known:
+            raise ValueError(f"platforms/{platform}.json: unknown machine parameter {key!r}")
+        v = entry["value"]
+        if key == "cube_macs_per_cycle":
+            v = {int(k): int(x) for k, x in v.items()}
+        values[key] = v
+    return MachineModel(name or platform, sources=params, platform=platform, **values)
+
+
+A2 = from_platform("A2")
+A3 = from_platform("A3")
+A2A3 = from_platform("A2", "A2A3")  # the default: one 910B (a 910C die is the same per die)
+SMALL = A2A3.with_(name="small", aic_cores=2, aiv_cores=4, ub_bytes=64 * 1024, l1_bytes=128 * 1024,
+                   l0a_bytes=32 * 1024, l0b_bytes=32 * 1024, l0c_bytes=64 * 1024, l2_bytes=256 * 1024,
+                   max_sched_aicpu=3, platform="", sources={})
+MACHINES = {"A2A3": A2A3, "A2": A2, "A3": A3, "small": SMALL}
 
 _current = {"machine": A2A3}
 

@@ -202,6 +202,10 @@ class _Sim:
         # ---- costs, per (class, L2 hit pattern) ----------------------------------------------------
         cost_of: dict = {}
         cost_dur, cost_pipes, cost_hits = [], [], []
+        cost_tail, cost_lead, cost_hbm = [], [], []  # after the last read; before the first compute; HBM cycles
+        hbm_bw = m.hbm_bw
+        overlap = m.overlap_pending_loads
+        hbm = [0.0]  # when the chip's HBM has carried everything asked of it so far (a fluid FIFO)
 
         def cost(k):
             c = cls[k]
@@ -221,9 +225,13 @@ class _Sim:
             got = cost_of.get((mask << 24) | c)
             if got is None:
                 hits = tuple(bool(mask >> (nr - 1 - i) & 1) for i in range(nr))
-                dur, pipes = self._leaf_cost(classes[c], hits)
+                lc = self._leaf_cost(classes[c], hits)
                 got = cost_of[(mask << 24) | c] = len(cost_dur)
-                cost_dur.append(dur), cost_pipes.append(pipes), cost_hits.append(sum(hits))
+                cost_dur.append(lc.duration), cost_pipes.append(tuple(lc.busy.items())), cost_hits.append(sum(hits))
+                cost_tail.append(max(0, lc.duration - lc.read_end)), cost_lead.append(lc.lead)
+                # bytes through HBM: the reads that miss L2 and every write
+                miss = sum(b for b, h in zip(cls_rb[c], hits) if not h) + sum(cls_wb[c])
+                cost_hbm.append(miss / hbm_bw if hbm_bw else 0.0)
             return got
 
         # ---- records -----------------------------------------------------------------------------
@@ -254,12 +262,30 @@ class _Sim:
         wake_t, wake_s, wake_real = [None] * nth, [0] * nth, [False] * nth
         now_t, now_s = 0, 0
 
-        def start(c, k, t, th):
+        def start(c, k, t, th, prev=-1, known=None):
+            """Run task k on core c from t. ``prev``: the cost of the task that ran just before on
+            this core, when task k was waiting in its pending slot since ``known``: k's loads
+            overlap prev's tail (double buffering across tiles)."""
             nonlocal sq
             cid = cost(k)
+            dur = cost_dur[cid]
+            t_in = t
+            if prev >= 0:
+                over = min(cost_lead[cid], cost_tail[prev], t - known)
+                if over > 0:
+                    dur -= over
+                    t_in = t - over
+            end = t + dur
+            h = cost_hbm[cid]
+            if h:
+                h0 = hbm[0]
+                h0 = (h0 if h0 > t_in else t_in) + h
+                hbm[0] = h0
+                if h0 > end:
+                    end = int(h0) + 1
             run_task[c], run_start[c], run_thread[c], run_cost[c] = k, t, th, cid
             sq += 1
-            heappush(heap, (t + cost_dur[cid], sq, _DONE, c))
+            heappush(heap, (end, sq, _DONE, c))
             ty, ct, b = core_type[c], core_thread[c], tbit[c]
             idle[ct][ty] &= ~b
             gidle[ty] &= ~gbit[c]
@@ -444,7 +470,10 @@ class _Sim:
                 if pk >= 0:
                     pend_task[d] = -1
                     pt = pend_t0[d]
-                    start(d, pk, t if t > pt else pt, pend_thread[d])
+                    if pt < t and overlap:
+                        start(d, pk, t, pend_thread[d], run_cost[d], pt)
+                    else:
+                        start(d, pk, t if t > pt else pt, pend_thread[d])
                 if s1 > s0:
                     for x in range(s0, s1):
                         j = succ[x]
@@ -467,17 +496,19 @@ class _Sim:
                     if not mask or len(q) <= qhead[ty]:
                         continue
                     mine = thread_cores[d][ty]
-                    while mask:
-                        low = mask & -mask
-                        mask ^= low
-                        c = mine[low.bit_length() - 1]
-                        while len(q) > qhead[ty]:
-                            if run_task[c] < 0:
-                                slot_run = True
-                            elif pend_task[c] < 0 and not fair:
-                                slot_run = False
-                            else:
-                                break
+                    # idle cores first, then the pending slots of busy ones: a ready task never
+                    # waits behind another core's running task while a core of this thread idles
+                    for pending in (False, True) if not fair else (False,):
+                        m2 = mask
+                        while m2 and len(q) > qhead[ty]:
+                            low = m2 & -m2
+                            m2 ^= low
+                            c = mine[low.bit_length() - 1]
+                            if pending:
+                                if run_task[c] < 0 or pend_task[c] >= 0:
+                                    continue
+                            elif run_task[c] >= 0:
+                                continue
                             if affinity:
                                 k = q.pop()
                             else:
@@ -486,14 +517,12 @@ class _Sim:
                                 qhead[ty] = h + 1
                             t0 += dispatch_cost
                             dispatches[d] += 1
-                            if slot_run:
+                            if not pending:
                                 fa = free_at[c]
                                 start(c, k, t0 if t0 > fa else fa, d)
                             else:
                                 pend_task[c], pend_thread[c], pend_t0[c] = k, d, t0  # starts when the core frees
                                 fr[ty] &= ~low
-                        if len(q) <= qhead[ty]:
-                            break
                     h = qhead[ty]
                     if h > 65536 and 2 * h > len(q):
                         del q[:h]
@@ -536,8 +565,7 @@ class _Sim:
         return Timeline(events, DepEdges(src, dst, kind), aicpu, self.m, self.opts, len(dt_lo), extra)
 
     def _leaf_cost(self, tc, hits):
-        """(duration, ((pipe, busy cycles), ...)) of one task of class ``tc`` whose reads hit L2
-        as ``hits`` says."""
+        """The `LeafCost` of one task of class ``tc`` whose reads hit L2 as ``hits`` says."""
         leaf, elems = tc.leaf, tc.elems
         # elements per access of every op: GM params exactly; local tiles scaled like the params
         param_tile = [math.prod(s if isinstance(s, int) else 1 for s in shape) for _, _, shape in leaf.params]
@@ -558,8 +586,7 @@ class _Sim:
                         row.append(max(1, int(math.prod(s if isinstance(s, int) else 1 for s in a.shape) * frac)))
             sizes.append(row)
             l2.append(hit)
-        dur, busy = leaf_schedule(self.m, leaf, sizes, l2, tc.dynamic)
-        return max(1, int(dur)), tuple((p, int(c)) for p, c in busy.items() if c)
+        return leaf_schedule(self.m, leaf, sizes, l2, tc.dynamic)
 
 
 def _loop_index_names(lowered) -> tuple:

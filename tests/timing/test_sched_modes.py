@@ -22,10 +22,10 @@ MATMUL = "matmul"
 
 
 def _consumer_copy_in(tl):
-    """MTE_IN cycles and L2 hits of the consumer (matmul) tasks."""
+    """MTE2 cycles and L2 hits of the consumer (matmul) tasks."""
     cons = [e for e in tl.events if MATMUL in e.leaf]
     assert cons, "no consumer tasks"
-    return sum(dict(e.pipes).get("MTE_IN", 0) for e in cons), sum(e.l2_hits for e in cons)
+    return sum(dict(e.pipes).get("MTE2", 0) for e in cons), sum(e.l2_hits for e in cons)
 
 
 @pytest.fixture(scope="module")
@@ -79,9 +79,9 @@ def test_an_l2_hit_is_a_cheaper_copy_in(chains_small):
     cons = [e for e in tls[1].events if MATMUL in e.leaf]
     by_hits: dict = {}
     for e in cons:
-        by_hits.setdefault(e.l2_hits, set()).add(dict(e.pipes)["MTE_IN"])
+        by_hits.setdefault(e.l2_hits, set()).add(dict(e.pipes)["MTE2"])
     assert len(by_hits) >= 2, by_hits
-    # same tile sizes: the more copy-ins hit L2, the fewer MTE_IN cycles
+    # same tile sizes: the more copy-ins hit L2, the fewer MTE2 cycles
     ordered = [max(v) for _, v in sorted(by_hits.items())]
     assert ordered == sorted(ordered, reverse=True) and ordered[0] > ordered[-1]
     for v in by_hits.values():
