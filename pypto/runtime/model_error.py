@@ -255,3 +255,14 @@ def changed_parameters(machine, name: str) -> list:
     if not (is_dataclass(machine) and type(machine) is type(ref)):
         return [] if machine == ref else ["(not a MachineModel)"]
     return [f.name for f in fields(ref) if getattr(machine, f.name) != getattr(ref, f.name)]
+
+
+def error_text(timeline) -> str | None:
+    """What a display shows beside ``timeline``'s simulated time: `model_error`'s text, a note
+    when the calibration file cannot be read (a display never fails on it), None when there is
+    no model error to show (no tasks, a measured trace)."""
+    try:
+        error = model_error(timeline)
+    except ModelErrorDataError as e:
+        return f"not available ({e.what}: {e.param})"
+    return None if error is None else error.text
