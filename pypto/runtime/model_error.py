@@ -156,8 +156,8 @@ def check_table(data) -> dict:
     """``data`` if it follows the schema of ``model_error.json``, else a `ModelErrorDataError`
     naming the field."""
     def bad(field, expected, got):
-        raise ModelErrorDataError("the timing model's error file does not follow its schema",
-                                  param=f"model_error.json {field}", expected=expected, got=repr(got))
+        raise ModelErrorDataError(f"the timing model's error file (model_error.json): '{field}' does not follow "
+                                  "its schema", param=f"model_error.json {field}", expected=expected, got=repr(got))
 
     if not isinstance(data, dict):
         bad("(top level)", "an object", type(data).__name__)
@@ -264,5 +264,5 @@ def error_text(timeline) -> str | None:
     try:
         error = model_error(timeline)
     except ModelErrorDataError as e:
-        return f"not available ({e.what}: {e.param})"
+        return f"not available ({e.what})"
     return None if error is None else error.text
