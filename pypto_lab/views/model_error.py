@@ -26,17 +26,18 @@ def model_error_text(tl) -> str:
 def model_error_html(tl) -> str:
     """`model_error_text` as a small line (class ``pypto-model-error``) whose tooltip says what
     the figures are; amber when the error is not measured for this kernel and machine."""
-    line = model_error_text(tl)
-    if not line:
+    if tl is None:
         return ""
     try:
         error = model_error(tl)
-        tip = _tooltip(error, load_table())
+        if error is None:
+            return ""
+        line, tip = error.text, _tooltip(error, load_table())
     except ModelErrorDataError:
-        error, tip = None, "the calibration file cannot be read"
+        error, line, tip = None, error_text(tl), "the calibration file cannot be read"
     colour = _MEASURED if error is not None and error.measured and error.status == "fitted" else _NOT_MEASURED
     return (f'<div class="pypto-model-error" style="font-family:sans-serif;font-size:12px;color:{colour};'
-            f'margin:1px 0" title="{esc(tip)}">{esc(line)}</div>')
+            f'margin:1px 0" title="{esc(tip)}">{esc(LABEL)} · {esc(line)}</div>')
 
 
 def _tooltip(error, table) -> str:

@@ -129,3 +129,14 @@ def test_sweep_tab(vector_kernel):
     assert panel.open_best() is panel.best_timeline  # simulated once, shown with its error
     for view in panel.compare.children:  # the call's timeline and the best one, each with its own line
         assert _shown(view.timeline) in view.stats.value
+
+
+def test_unreadable_calibration_file_is_shown_not_raised(mixed_run, tmp_path, monkeypatch):
+    from pypto.runtime import model_error as me
+
+    broken = tmp_path / "model_error.json"
+    broken.write_text("{")
+    monkeypatch.setattr(me, "DATA_FILE", str(broken))
+    html = V.model_error_html(mixed_run.timeline)
+    assert "model error · not available (" in html and "cannot be read" in html
+    assert "not available" in V.timeline_html(mixed_run.timeline)
