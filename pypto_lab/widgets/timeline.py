@@ -77,7 +77,8 @@ def static_html(timeline) -> str:
 
 class TimelineView(_StaticFallback, W.VBox):
     """``timeline`` as a `SwimlaneChart` (``chart``, in a box of class ``pypto-timeline``) under
-    its stats line and the timing model's error (``pypto-model-error``), with the per-leaf table (``summary``) below. `show` replaces the timeline."""
+    its stats line and the timing model's error (``pypto-model-error``), with the per-leaf table
+    (``summary``) below. `show` replaces the timeline."""
 
     def __init__(self, timeline=None, title: str | None = None, download: bool = True, height: int | None = None,
                  compiled=None, summary: bool = True):
