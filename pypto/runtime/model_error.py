@@ -62,8 +62,9 @@ class ModelError:
 
     @property
     def measured(self) -> bool:
-        """True when the figures were measured for this kind on this machine."""
-        return self.status in STATUSES and self.points > 0
+        """True when the figures were measured (by a fit, not a placeholder) for this kind on
+        this machine."""
+        return self.status == "fitted" and self.points > 0
 
     def __str__(self) -> str:
         return self.text

@@ -35,7 +35,7 @@ def model_error_html(tl) -> str:
         line, tip = error.text, _tooltip(error, load_table())
     except ModelErrorDataError:
         error, line, tip = None, error_text(tl), "the calibration file cannot be read"
-    colour = _MEASURED if error is not None and error.measured and error.status == "fitted" else _NOT_MEASURED
+    colour = _MEASURED if error is not None and error.measured else _NOT_MEASURED
     return (f'<div class="pypto-model-error" style="font-family:sans-serif;font-size:12px;color:{colour};'
             f'margin:1px 0" title="{esc(tip)}">{esc(LABEL)} · {esc(line)}</div>')
 

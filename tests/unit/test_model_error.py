@@ -173,6 +173,7 @@ def test_placeholder_figures_say_so():
     table = {**FITTED, "status": "placeholder"}
     error = me.error_of("matmul", A2A3, table)
     assert error.text.endswith("[placeholder figures, not a fit]") and error.status == "placeholder"
+    assert not error.measured and error.median == 0.07
 
 
 def test_no_error_without_tasks_or_for_a_measured_trace():
