@@ -92,9 +92,14 @@ def timeline_html(tl) -> str:
 
 
 def static_timeline_html(tl) -> str:
-    """One line of stats and the static swimlane picture."""
+    """One line of stats, the timing model's error and the static swimlane picture."""
+    from .runtime.model_error import error_text
+
     s = tl.stats
     util = ", ".join(f"{k} {v:.1%}" for k, v in s["utilization"].items())
     line = (f"makespan {s['makespan_cycles']} cycles ({s['makespan_us']:.1f} µs), {s['tasks']} tasks, "
             f"{s['device_tasks']} device task(s), utilization {util}, critical path {s['critical_path_cycles']}")
+    error = error_text(tl)
+    if error:
+        line += f"; model error {error}"
     return f"<div><b>Timeline</b>: {html.escape(line)}<br>{timeline_svg(tl)}</div>"

@@ -164,8 +164,19 @@ class Timeline:
     def __repr__(self) -> str:
         s = self.stats
         util = ", ".join(f"{k} {v:.0%}" for k, v in s["utilization"].items())
+        from .model_error import error_text
+
+        error = error_text(self)
         return (f"<Timeline {s['tasks']} tasks, {s['device_tasks']} device task(s), makespan "
-                f"{s['makespan_cycles']} cycles ({s['makespan_us']:.1f} µs), utilization {util}>")
+                f"{s['makespan_cycles']} cycles ({s['makespan_us']:.1f} µs), utilization {util}"
+                + (f"; model error {error}>" if error else ">"))
+
+    @property
+    def model_error(self):
+        """The timing model's measured error for this kernel's class (`runtime.model_error`)."""
+        from .model_error import model_error
+
+        return model_error(self)
 
 
 def _task_stats_of_list(events):

@@ -6,6 +6,7 @@ from .cache import cache_table_html, call_log_html
 from .code import PtoLexer, code_forms, code_html, leaf_names
 from .graph import LEVELS, dot_to_svg, graph_html, graph_svg, legend_html, level_dot, levels
 from .hints import hints_html
+from .model_error import model_error_html, model_error_text
 from .passes import CONTEXT_LINES, pass_diff_html, pass_ir_html, pass_table_html
 from .summary import dashboard_fallback_html, dashboard_text, kernel_summary_html
 from .swimlane import decode_payload, natural_key, swimlane_html, swimlane_payload
@@ -22,4 +23,5 @@ __all__ = [
     "stats_line", "compare_html", "leaf_summary_html", "lane_busy_html", "trace_json_bytes", "timeline_html",
     "load_trace", "TraceTimeline", "TraceEvent", "TraceFlow", "lane_kind",
     "kernel_summary_html", "dashboard_fallback_html", "dashboard_text", "hints_html",
+    "model_error_html", "model_error_text",
 ]

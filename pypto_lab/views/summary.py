@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._html import esc, ms, note
+from .model_error import model_error_html, model_error_text
 from .timeline import stats_line
 
 
@@ -13,7 +14,7 @@ def _name(kernel) -> str:
 
 def kernel_summary_html(kernel) -> str:
     """Name, versions and hits/misses, and for the last call: cache hit or compile (with the reason),
-    compile and run time, and the simulated timeline's stats line."""
+    compile and run time, and the simulated timeline's stats line with the model's error."""
     if kernel is None:
         return note("no kernel")
     info = kernel.cache_info()
@@ -31,7 +32,7 @@ def kernel_summary_html(kernel) -> str:
         lines.append(f"last call: {how}, ran in {ms(run.run_seconds)} &middot; version {esc(run.key)}")
         tl = run.timeline
         if tl is not None:
-            lines.append(f"timeline: {esc(stats_line(tl))}")
+            lines.append(f"timeline: {esc(stats_line(tl))}{model_error_html(tl)}")
     body = "".join(f'<div style="margin:1px 0">{line}</div>' for line in lines)
     return f'<div style="font-family:sans-serif;font-size:13px">{body}</div>'
 
@@ -58,5 +59,6 @@ def dashboard_text(kernel) -> str:
             f"{info.hits} hit(s), {info.misses} miss(es)")
     run = getattr(kernel, "last_run", None)
     if run is not None and run.timeline is not None:
-        text += f"; timeline: {stats_line(run.timeline)}"
+        error = model_error_text(run.timeline)
+        text += f"; timeline: {stats_line(run.timeline)}" + (f" ({error})" if error else "")
     return text

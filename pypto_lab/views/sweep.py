@@ -5,6 +5,7 @@ returning HTML or a small inline SVG (no chart library)."""
 from __future__ import annotations
 
 from ._html import esc, note, table
+from .model_error import model_error_html
 
 FIGURE_LABELS = {"makespan_cycles": "makespan", "critical_path_cycles": "crit path", "utilization_aic": "AIC",
                  "utilization_aiv": "AIV", "l2_hit_rate": "L2 hit", "device_tasks": "dev tasks",
@@ -14,9 +15,11 @@ _OK, _BEST, _BAD, _FRONT = "#4c78a8", "#e45756", "#bbbbbb", "#f58518"
 
 
 def results_table_html(results, sort_by: str = "makespan_cycles", descending: bool = False,
-                       limit: int | None = 50) -> str:
+                       limit: int | None = 50, timeline=None) -> str:
     """The trials as an HTML table sorted by ``sort_by`` (a figure or a parameter name); the best
-    trial's row is marked, a failed trial shows its error's first line."""
+    trial's row is marked, a failed trial shows its error's first line. With ``timeline`` (a
+    simulated timeline of the swept kernel, e.g. the best trial's), the timing model's error for
+    its kernel class and machine is shown under the table."""
     if not len(results):
         return note("no trials yet")
     names = results.names
@@ -31,7 +34,7 @@ def results_table_html(results, sort_by: str = "makespan_cycles", descending: bo
                      *(_figure(f, getattr(r, f)) for f in FIGURE_LABELS)])
     caption = f"{len(results)} trial(s), {len(results.failed)} not ok, sorted by {sort_by}" + \
         (" (descending)" if descending else "")
-    return table(header, rows, caption=caption)
+    return table(header, rows, caption=caption) + model_error_html(timeline)
 
 
 def _figure(name, v) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from ._html import esc, note, table
+from .model_error import model_error_html
 from .swimlane import decode_payload, swimlane_html, swimlane_payload
 from .trace import TraceTimeline, load_trace
 
@@ -198,12 +199,12 @@ def static_svg(tl, width: int = 900, lane: int = 10, max_lanes: int = 80) -> str
 
 
 def timeline_html(tl, title: str | None = None) -> str:
-    """The standalone chart: stats line, the interactive swimlanes (a static SVG where scripts do
+    """The standalone chart: stats line, the model's error, the interactive swimlanes (a static SVG where scripts do
     not run) and the per-leaf table. ``Timeline._repr_html_`` shows this."""
     if tl is None:
         return note("no timeline")
     fallback = static_svg(tl)
-    head = f'<div style="font-family:sans-serif;margin:2px 0">{esc(stats_line(tl))}</div>'
+    head = f'<div style="font-family:sans-serif;margin:2px 0">{esc(stats_line(tl))}</div>{model_error_html(tl)}'
     if not isinstance(tl, TraceTimeline) and len(tl.events) > MAX_INLINE_TASKS:
         return head + fallback + note(f"{len(tl.events):,} tasks: the interactive chart is in the lab's Timeline tab")
     return (head + swimlane_html(tl, title=title, fallback=fallback)

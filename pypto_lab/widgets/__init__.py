@@ -9,7 +9,8 @@
 CSS classes a browser test can rely on: ``pypto-graph-panel`` (the Graph tab, its controls),
 ``pypto-graph`` (graph HTML; its ``pypto-graph-frame`` pans and zooms the SVG), ``pypto-hints``
 (the folded hints under the summary), ``pypto-timeline`` (figure
-container), ``pypto-makespan`` (current makespan), ``pypto-tune-<runtime option>`` (controls).
+container), ``pypto-makespan`` (current makespan), ``pypto-tune-<runtime option>`` (controls),
+``pypto-model-error`` (the timing model's measured error beside a simulated time).
 """
 
 from .dashboard import Dashboard, NotCalledError

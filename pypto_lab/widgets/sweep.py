@@ -62,12 +62,14 @@ class SweepPanel(W.VBox):
     """Sweep ``kernel`` (a called ``pypto.jit`` kernel) over the candidates in ``space_text``
     (``name=v1,v2; ...``), on the shapes of its last call ``run`` unless ``shapes`` are given.
     ``run_button`` starts it; ``progress``/``count`` follow it; ``table``, ``scatters`` and
-    ``pareto`` show the results; ``best_button`` opens the best trial's timeline in ``compare``."""
+    ``pareto`` show the results with the timing model's error (for the best trial's timeline);
+    ``best_button`` opens the best trial's timeline in ``compare``."""
 
     def __init__(self, kernel, run=None, shapes=None, space_text: str | None = None):
         self.kernel, self.run = kernel, run if run is not None else kernel.last_run
         self.shapes = shapes or (call_shapes(self.run) if self.run is not None else {})
         self.results = None
+        self.best_timeline = None  # the best trial's timeline, simulated once the sweep ends
         self.space_text = W.Textarea(value=space_text or default_space_text(kernel), description="space",
                                      layout=W.Layout(width="70%", height="48px")).add_class("pypto-sweep-space")
         self.strategy = W.Dropdown(options=["grid", "tpe", "random"], value="grid", description="search",
@@ -115,6 +117,7 @@ class SweepPanel(W.VBox):
         self.message.value = ""
         self.run_button.disabled = self.best_button.disabled = True
         self.compare.children = ()
+        self.best_timeline = None
         try:
             self.results = tune.sweep(self.kernel, space, strategy=self.strategy.value, budget=self.budget.value,
                                       runner="inprocess", on_trial=self._trial_done)
@@ -123,6 +126,8 @@ class SweepPanel(W.VBox):
         names = self.results.names
         self.sort_by.options = ["makespan_cycles", *names, *[f for f in sv.FIGURE_LABELS if f != "makespan_cycles"],
                                 "number"]
+        if self.results.best is not None:
+            self.best_timeline = self.results.evaluator.timeline(self.results.best.config)
         self._refresh_table()
         self._refresh_charts()
         self.best_button.disabled = self.results.best is None
@@ -139,15 +144,22 @@ class SweepPanel(W.VBox):
             self._refresh_table()
 
     # ---- views ---------------------------------------------------------------------------------
+    def _error_timeline(self):
+        """The timeline whose model error the tables and charts show: the best trial's once the
+        sweep is over, the kernel's call while it runs (the same kernel, so the same class)."""
+        return self.best_timeline if self.best_timeline is not None else getattr(self.run, "timeline", None)
+
     def _refresh_table(self) -> None:
         if self.results is not None:
-            self.table.value = sv.results_table_html(self.results, self.sort_by.value, self.descending.value)
+            self.table.value = sv.results_table_html(self.results, self.sort_by.value, self.descending.value,
+                                                     timeline=self._error_timeline())
 
     def _refresh_charts(self) -> None:
         if self.results is None:
             return
-        self.scatters.value = "".join(sv.scatter_svg(self.results, name) for name in self.results.names)
-        self.pareto.value = sv.pareto_svg(self.results, self.pareto_axis.value)
+        error = sv.model_error_html(self._error_timeline())
+        self.scatters.value = "".join(sv.scatter_svg(self.results, name) for name in self.results.names) + error
+        self.pareto.value = sv.pareto_svg(self.results, self.pareto_axis.value) + error
 
     def open_best(self):
         """Show the best trial's timeline (re-simulated from its compiled version) beside the
@@ -157,7 +169,9 @@ class SweepPanel(W.VBox):
         best = self.results.best if self.results is not None else None
         if best is None:
             return None
-        timeline = self.results.evaluator.timeline(best.config)
+        timeline = self.best_timeline
+        if timeline is None:
+            timeline = self.best_timeline = self.results.evaluator.timeline(best.config)
         config = ", ".join(f"{k}={v}" for k, v in best.config.items())
         views = [TimelineView(timeline, title=f"best #{best.number}: {config}")]
         if self.run is not None:

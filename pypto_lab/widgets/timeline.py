@@ -72,12 +72,13 @@ def static_html(timeline) -> str:
     if timeline is None:
         return "<i>no timeline</i>"
     return (f'<div style="font-family:sans-serif">{_esc(views.stats_line(timeline))}</div>'
-            + views.timeline.static_svg(timeline))
+            + views.model_error_html(timeline) + views.timeline.static_svg(timeline))
 
 
 class TimelineView(_StaticFallback, W.VBox):
     """``timeline`` as a `SwimlaneChart` (``chart``, in a box of class ``pypto-timeline``) under
-    its stats line, with the per-leaf table (``summary``) below. `show` replaces the timeline."""
+    its stats line and the timing model's error (``pypto-model-error``), with the per-leaf table
+    (``summary``) below. `show` replaces the timeline."""
 
     def __init__(self, timeline=None, title: str | None = None, download: bool = True, height: int | None = None,
                  compiled=None, summary: bool = True):
@@ -103,7 +104,7 @@ class TimelineView(_StaticFallback, W.VBox):
         if self._height:
             options["height"] = self._height
         self.chart.show(timeline, title=title, x_max=x_max, **options)
-        self.stats.value = views.stats_line(timeline)
+        self.stats.value = _esc(views.stats_line(timeline)) + views.model_error_html(timeline)
         # per-lane busy shares are in the chart's lane labels; the per-leaf table is folded below
         self.summary.value = (f"<details><summary>per leaf</summary>{views.leaf_summary_html(timeline)}</details>"
                               if self._summary and timeline is not None else "")

@@ -37,9 +37,11 @@ def makespan_text(timeline) -> str:
 
 def sweep_html(rows: list, current: int) -> str:
     """The sched-mode sweep as a table: one row per ``(mode, timeline)``, the best makespan in bold
-    and each makespan's change against the mode the controls are set to."""
+    and each makespan's change against the mode the controls are set to, with the timing model's
+    error for the best row's timeline under it."""
     base = next((tl for mode, tl in rows if mode == current), None)
     best = min(tl.stats["makespan_cycles"] for _, tl in rows)
+    best_timeline = next(tl for _, tl in rows if tl.stats["makespan_cycles"] == best)
     out = []
     names = dict(SCHED_MODES)
     for mode, tl in rows:
@@ -52,14 +54,15 @@ def sweep_html(rows: list, current: int) -> str:
         out.append((f"{mode} {esc(names.get(mode, ''))}" + (" (current)" if mode == current else ""),
                     cycles, f"{s['makespan_us']:,.2f} µs", change, util, f"{s['bubbles']['count']:,}"))
     return table(("device_sched_mode", "makespan (cycles)", "makespan", "vs current", "utilization AIC / AIV",
-                              "bubbles"), out)
+                  "bubbles"), out) + views.model_error_html(best_timeline)
 
 
 class TunePanel(W.VBox):
     """One control per runtime option (``controls``; options that change the generated code, i.e.
     would recompile, are marked ⟳); a change re-simulates ``run`` and shows ``makespan``,
     ``compare`` (new vs previous) and both timelines on one time axis (``previous`` above,
-    ``current`` below). ``sweep_button`` simulates every ``device_sched_mode`` into ``sweep``."""
+    ``current`` below), the timing model's error beside the makespan (``model_error``) and under
+    each table of simulated times. ``sweep_button`` simulates every ``device_sched_mode`` into ``sweep``."""
 
     def __init__(self, run):
         from pypto.options import OPTIONS
@@ -83,6 +86,7 @@ class TunePanel(W.VBox):
         self.options = self.values()
         self.status = W.Label()
         self.makespan = W.Label(makespan_text(self.timeline)).add_class("pypto-makespan")
+        self.model_error = W.HTML(views.model_error_html(self.timeline)).add_class("pypto-tune-model-error")
         self.compare = W.HTML()
         self.sweep_button = W.Button(description="sweep all sched modes", icon="table",
                                      tooltip="simulate device_sched_mode 0, 1, 2 and 3 with the other options as set",
@@ -97,7 +101,7 @@ class TunePanel(W.VBox):
         self.current = TimelineView(self.timeline, title=f"now: {_label(self.options)}", compiled=compiled,
                                     summary=False)
         super().__init__([W.HBox(list(self.controls.values()), layout=W.Layout(flex_flow="row wrap")),
-                          legend, W.HBox([self.makespan, self.status, self.sweep_button],
+                          legend, W.HBox([self.makespan, self.model_error, self.status, self.sweep_button],
                                          layout=W.Layout(align_items="center")),
                           self.sweep, self.compare, self.previous, self.current], layout=W.Layout(width="100%"))
 
@@ -150,7 +154,8 @@ class TunePanel(W.VBox):
         self.timeline, self.options = timeline, options
         labels = (f"before: {_label(before_options)}", f"now: {_label(options)}")
         self.makespan.value = makespan_text(timeline)
-        self.compare.value = views.compare_html(before, timeline, labels)
+        self.model_error.value = views.model_error_html(timeline)
+        self.compare.value = views.compare_html(before, timeline, labels) + views.model_error_html(timeline)
         x_max = max(before.stats["makespan_us"], timeline.stats["makespan_us"])  # one time axis for both
         self.previous.show(before, title=labels[0], x_max=x_max)
         self.current.show(timeline, title=labels[1], x_max=x_max)
