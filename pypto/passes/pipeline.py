@@ -28,6 +28,7 @@ from .buffers import BufferOverflowError
 from .dedup import dedup
 from .execute import build_root, verify_root
 from .expand import expand_segment
+from .fold import fold_assembled_results
 from .memory import assign_memory
 from .partition import partition, verify_subgraphs
 from .segments import escaping_values, split_segments
@@ -152,7 +153,7 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
     escaping = escaping_values(program, segments)
 
     t0 = time.perf_counter()
-    tile_ops = [expand_segment(ops, views, new_id, new_value) for ops in segments]
+    tile_ops = [fold_assembled_results(expand_segment(ops, views, new_id, new_value), escaping) for ops in segments]
     verify_tile_ops(tile_ops, "expand", memory_assigned=False)
     snap("expand", "tile", t0, tile_ops, _tile_text, tile_dot)
 

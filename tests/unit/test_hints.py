@@ -76,4 +76,5 @@ def test_idle_cores_count_the_cores_that_ran_a_task(runs):
     assert hint.title == f"only {len(used)} of {tl.machine.aiv_cores} AIV cores ran a task"
     assert f"{len(tl.events)} AIV task(s)" in hint.detail
     kinds = [h.kind for h in H.kernel_hints(runs[1].compiled, tl)]
-    assert kinds == ["idle_cores"]
+    # one-tile tasks wait on the GM latency (no pipe is busy then): idle pipes may be flagged too
+    assert kinds[-1] == "idle_cores" and set(kinds) <= {"idle_pipes", "idle_cores"}

@@ -32,10 +32,13 @@ def matmul_only(a: pypto.Tensor([64, 64], FP32), b: pypto.Tensor([64, 64], FP32)
 
 @pypto.jit
 def matmul_into_output(a: pypto.Tensor([64, 64], FP32), b: pypto.Tensor([64, 64], FP32),
-                       out: pypto.Tensor([64, 64], FP32)):
-    # the result is copied into ``out`` by vector cores: data movement, still a matmul kernel
+                       out: pypto.Tensor([64, 64], FP32), out2: pypto.Tensor([64, 64], FP32)):
+    # the result is copied into two outputs by vector cores (one alone would be written by the
+    # cube's copy-out: passes/fold.py): data movement, still a matmul kernel
     pypto.set_cube_tile_shapes([32, 32], [64, 64], [32, 32])
-    out[:] = pypto.matmul(a, b)
+    r = pypto.matmul(a, b)
+    out[:] = r
+    out2[:] = r
 
 
 @pypto.jit
@@ -69,8 +72,10 @@ def timelines():
     torch.testing.assert_close(got, a @ b, rtol=1e-4, atol=1e-4)
     out["matmul_only"] = tl
     o = torch.empty(64, 64)
-    out["matmul_into_output"], _ = _timeline(matmul_into_output, a, b, o)
+    o2 = torch.empty(64, 64)
+    out["matmul_into_output"], _ = _timeline(matmul_into_output, a, b, o, o2)
     torch.testing.assert_close(o, a @ b, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(o2, a @ b, rtol=1e-4, atol=1e-4)
     o = torch.empty(64, 64)
     out["matmul_softmax"], _ = _timeline(matmul_softmax, a, b, o)
     torch.testing.assert_close(o, torch.softmax(a @ b, dim=-1), rtol=1e-4, atol=1e-4)
