@@ -24,6 +24,7 @@ BOUNDS = {
     "hbm_bw": (540.0, 900.0, "published 910B HBM bandwidth 1.0-1.66 TB/s at 1.85 GHz"),
     "gm_read_latency": (300.0, 2000.0, "DMA first-data latencies of 0.15-1.1 us; upstream's cost model uses 1400"),
     "vector_scale": (0.25, 8.0, "within a factor 4-8 of upstream's compiler-side vector formula"),
+    "sort_cycles": (0.25, 4.0, "a sort or merge pass at 0.25-4 cycles per element (one per cycle is the vector unit's scalar-like rate)"),
     "device_task_build_cycles": (1000.0, 40000.0, "upstream's cost model: stitchLatency 10000 cycles"),
     "root_stitch_cycles": (300.0, 6000.0, "a root's expressions and stitch on the control AICPU, 0.2-3 us"),
     "l2_bytes": (16 * 2**20, 192 * 2**20, "upstream's cost model 20 MB ... the published 192 MB"),

@@ -95,8 +95,27 @@ def op_cycles(machine, op, sizes, l2_hit: bool) -> int:
         return int(machine.cube_latency + sizes[len(op.inputs)] * max(sizes[1], 1) / max(cout, 1) / rate)
     if kind in ("reshape",) and _moves_nothing(op):
         return 0
+    if kind in _SORTS:
+        return _sort_cycles(machine, op, sizes[0])
     itemsize = accs[0].value.dtype.itemsize if accs else 4
     return vector_cycles(machine, kind, max(nbytes) if nbytes else 256, itemsize)
+
+
+_SORTS = ("topk", "topk_partial", "topk_merge", "argsort")
+
+
+def _sort_cycles(machine, op, elems: float) -> int:
+    """A sort on the vector unit works element by element, not 256 bytes at a time: it sorts
+    blocks of 32 (one pass), then merges up to four sorted lists per pass, so a row of n
+    elements takes 1 + ceil(log4(n / 32)) passes of ``sort_cycles`` per element, whatever the
+    dtype (the TopK points of the corpus: fp16 is not faster than fp32)."""
+    x = op.inputs[0]
+    d = op.attrs.get("dim", -1)
+    n = x.shape[d] if isinstance(x.shape[d], int) else 1024
+    n = max(1, n)
+    passes = 1 + max(0, math.ceil(math.log(max(n / 32, 1), 4)))
+    latency = machine.vector_costs.get(op.kind, machine.vector_default)[0]
+    return int(latency + elems * passes * machine.sort_cycles)
 
 
 def _moves_nothing(op) -> bool:
@@ -227,6 +246,18 @@ def _k_groups(leaf) -> dict:
     return got
 
 
+def _strided_bytes(machine, rows, cols, itemsize, whole: bool) -> float:
+    """Bytes a load of ``rows`` row segments of ``cols`` elements really moves: a segment
+    shorter than an L2 line still moves whole lines (``whole``: the rows are contiguous, one
+    segment). This is why a K step of a few dozen fp16 elements wastes MTE2 bandwidth and the
+    matmul guide asks for kL1 > kL0 ("big packets")."""
+    seg = cols * itemsize
+    line = machine.l2_line_bytes
+    if whole or seg >= line or line <= 0:
+        return rows * seg
+    return rows * line * math.ceil(seg / line)
+
+
 def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0):
     """Simulate one matmul streamed along K: MTE2 loads K steps of ``k_l1`` into L1, MTE1 moves
     K tiles of ``k_tile`` into L0A / L0B, the cube multiplies each tile into L0C. Each buffer
@@ -266,11 +297,17 @@ def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0):
     last_read = float(t0)
     done = 0.0
     tile = 0
+    a_k_last, b_k_last = [d == -1 for d in op.attrs.get("k_dims", (-1, -2))]
     for step in range(n_l1):
         kk = min(k_l1, k - step * k_l1)
         issue = max(mte2_free, l1_free[step % l1_slots])
-        busy_a, wait_a = _read_cost(machine, m * kk * a_item, hit[a_load])
-        busy_b, wait_b = _read_cost(machine, kk * n * b_item, hit[b_load])
+        # a K step of A is m rows of kk elements (K last) or kk rows of m; B likewise with n
+        a_bytes = _strided_bytes(machine, m, kk, a_item, whole=kk >= k) if a_k_last else \
+            _strided_bytes(machine, kk, m, a_item, whole=False)
+        b_bytes = _strided_bytes(machine, n, kk, b_item, whole=kk >= k) if b_k_last else \
+            _strided_bytes(machine, kk, n, b_item, whole=False)
+        busy_a, wait_a = _read_cost(machine, a_bytes, hit[a_load])
+        busy_b, wait_b = _read_cost(machine, b_bytes, hit[b_load])
         mte2_free = issue + busy_a + busy_b
         arrived = max(issue + wait_a, issue + busy_a + wait_b)
         busy["MTE2"] += busy_a + busy_b

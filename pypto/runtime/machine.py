@@ -87,6 +87,7 @@ class MachineModel:
     gm_write_bw: float = 64.0  # UB / L0C -> GM, per core
     hbm_bw: float = 700.0  # chip-wide HBM bytes per cycle, shared by the tasks in flight (0: no cap)
     gm_read_latency: int = 1400
+    l2_line_bytes: int = 512  # a read of a shorter row segment still moves whole lines
     l2_read_latency: int = 300
     gm_write_latency: int = 300
     l1_to_l0a_bw: float = 512.0
@@ -96,6 +97,7 @@ class MachineModel:
     vector_costs: dict = field(default_factory=_vector_table, compare=False, hash=False)
     vector_default: tuple = (10, 128)
     vector_scale: float = 1.0
+    sort_cycles: float = 1.0  # vector cycles per element per sort / merge pass (costmodel._sort_cycles)
     # cube ops (matmul, scaled_mm, conv: runtime/costmodel.py) cost latency + MACs / this rate
     cube_macs_per_cycle: dict = field(default_factory=lambda: {1: 8192, 2: 4096, 4: 1024},
                                       compare=False, hash=False)  # by operand itemsize

@@ -146,6 +146,7 @@ class _Sim:
         idle = [[(1 << len(thread_cores[th][ty])) - 1 for ty in (0, 1)] for th in range(nth)]
         gidle = [(1 << n_aic) - 1, (1 << n_aiv) - 1]
         run_task, run_start, run_thread, run_cost = [-1] * ncores, [0] * ncores, [0] * ncores, [0] * ncores
+        run_hbm = [False] * ncores  # the running task ends when HBM has carried its bytes
         pend_task, pend_thread, pend_t0 = [-1] * ncores, [0] * ncores, [0] * ncores
         free_at = [t_cores] * ncores
 
@@ -277,12 +278,15 @@ class _Sim:
                     t_in = t - over
             end = t + dur
             h = cost_hbm[cid]
+            bound = False
             if h:
                 h0 = hbm[0]
                 h0 = (h0 if h0 > t_in else t_in) + h
                 hbm[0] = h0
-                if h0 > end:
+                if h0 > end:  # waiting for HBM: the next task's loads queue behind, no overlap
                     end = int(h0) + 1
+                    bound = True
+            run_hbm[c] = bound
             run_task[c], run_start[c], run_thread[c], run_cost[c] = k, t, th, cid
             sq += 1
             heappush(heap, (end, sq, _DONE, c))
@@ -470,7 +474,7 @@ class _Sim:
                 if pk >= 0:
                     pend_task[d] = -1
                     pt = pend_t0[d]
-                    if pt < t and overlap:
+                    if pt < t and overlap and not run_hbm[d]:
                         start(d, pk, t, pend_thread[d], run_cost[d], pt)
                     else:
                         start(d, pk, t if t > pt else pt, pend_thread[d])

@@ -1,0 +1,140 @@
+"""The structure of the calibrated timing model (issue 17): the cube streamed along K with
+overlapping pipes, the K tile and its L1 step changing the time as the hardware's do, a chip-wide
+HBM bandwidth, the stitch effect, determinism, and the machine's data files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import pypto
+from pypto.calibrate.cases import kernel_span_us, load_all
+from pypto.calibrate.fit import BOUNDS, fitted_names
+from pypto.calibrate.replay import timing_only
+from pypto.runtime.machine import A2A3, MACHINES, PLATFORMS, platform_parameters
+
+FP16 = pypto.DT_FP16
+
+
+def _matmul(k0, k1, size=1024):
+    @pypto.jit
+    def mm(a: pypto.Tensor([size, size], FP16), b: pypto.Tensor([size, size], FP16)):
+        pypto.set_cube_tile_shapes([128, 128], [k0, k1], [256, 256])
+        return pypto.matmul(a, b, FP16)
+
+    return mm
+
+
+def _span(kernel, *args, machine=A2A3, **runtime):
+    return timing_only(kernel, *args).simulate(machine, **runtime).stats["makespan_cycles"]
+
+
+@pytest.fixture(scope="module")
+def half_1024():
+    return torch.empty(1024, 1024, dtype=torch.float16)
+
+
+def test_cube_pipes_overlap_along_k(half_1024):
+    tl = timing_only(_matmul(64, 256), half_1024, half_1024).simulate(A2A3)
+    for e in tl.events:
+        pipes = dict(e.pipes)
+        assert {"MTE2", "MTE1", "M", "FIXPIPE"} <= set(pipes)
+        # loads of K step i+1 run while the cube multiplies step i: the task is shorter than its
+        # pipes' busy cycles one after the other, and at least as long as the busiest pipe
+        assert max(pipes.values()) <= e.duration < sum(pipes.values())
+
+
+def test_the_k_tile_and_its_l1_step_change_the_time(half_1024):
+    a = half_1024
+    t = {kt: _span(_matmul(*kt), a, a) for kt in ((32, 256), (64, 256), (128, 256), (64, 64))}
+    assert len(set(t.values())) == len(t), t  # every tiling its own time
+    # the guide's tiles are the fastest: a 128-deep K tile no longer double-buffers L0B (64 KB),
+    # a 32-deep one pays the per-instruction costs twice as often
+    assert t[(64, 256)] < t[(32, 256)] < t[(128, 256)]
+    # kL1 = kL0 loads 128-byte row segments of A: whole L2 lines move for each ("big packets")
+    assert t[(64, 256)] < t[(64, 64)]
+
+
+def _copy_kernel(rows, cols, blocks):
+    per = rows // blocks
+
+    @pypto.jit
+    def copy(x: pypto.Tensor([rows, cols], pypto.DT_FP32), y: pypto.Tensor([rows, cols], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, cols)
+        for b in pypto.loop(blocks):
+            y[b * per:(b + 1) * per, :] = x[b * per:(b + 1) * per, :] + 0.0
+
+    return copy
+
+
+def test_hbm_bandwidth_is_shared_by_the_whole_chip():
+    rows, cols = 4096, 2048
+    x = torch.empty(rows, cols)
+    sim = timing_only(_copy_kernel(rows, cols, 4), x, x.clone())
+    moved = 2 * rows * cols * 4  # read and written once
+    capped = sim.simulate(A2A3)
+    cycles = capped.stats["makespan_cycles"] - A2A3.launch_cycles
+    assert moved / cycles <= A2A3.hbm_bw * 1.01  # never faster than the chip's HBM
+    assert moved / cycles > 0.5 * A2A3.hbm_bw  # and bound by it here
+    wider = sim.simulate(A2A3.with_(hbm_bw=2 * A2A3.hbm_bw))
+    uncapped = sim.simulate(A2A3.with_(hbm_bw=0))
+    assert uncapped.stats["makespan_cycles"] <= wider.stats["makespan_cycles"] < capped.stats["makespan_cycles"]
+
+
+def test_a_matmul_assembled_into_an_output_is_one_cube_task():
+    @pypto.jit
+    def mm(a: pypto.Tensor([256, 128], pypto.DT_FP32), b: pypto.Tensor([128, 512], pypto.DT_FP32),
+           out: pypto.Tensor([256, 1024], pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([128, 128], [64, 128], [256, 256])
+        out[:, 256:768] = pypto.matmul(a, b)
+
+    a, b = torch.randn(256, 128), torch.randn(128, 512)
+    out = torch.zeros(256, 1024)
+    mm(a, b, out)
+    torch.testing.assert_close(out[:, 256:768], a @ b, rtol=1e-4, atol=1e-4)
+    assert (out[:, :256] == 0).all() and (out[:, 768:] == 0).all()
+    assert {e.core_type for e in mm.last_run.timeline.events} == {"AIC"}
+
+
+def test_simulations_are_deterministic():
+    case = load_all()["ptoisa_fa_s0_128_s1_1024"]
+    runs = [case.build().simulate(A2A3) for _ in range(2)]
+    sim = case.build()
+    runs += [sim.simulate(A2A3), sim.simulate(A2A3)]
+    ref = runs[0].events
+    for tl in runs[1:]:
+        assert np.array_equal(tl.events.start, ref.start) and np.array_equal(tl.events.end, ref.end)
+        assert np.array_equal(tl.events.core, ref.core)
+    assert len({kernel_span_us(tl) for tl in runs}) == 1
+
+
+def test_every_published_point_has_a_case():
+    from pathlib import Path
+
+    import pypto.calibrate as calibrate
+
+    points = json.loads((Path(calibrate.__file__).parent / "points.json").read_text())
+    cases = load_all()
+    assert {p["id"] for p in points} == set(cases)
+    for p in points:
+        c = cases[p["id"]]
+        assert c.published_us > 0 and c.source and c.how
+        if p["unit"] == "us":
+            assert c.published_us == pytest.approx(p["published"])
+
+
+@pytest.mark.parametrize("platform", ["A2", "A3"])
+def test_every_machine_parameter_has_a_source_and_a_label(platform):
+    params = platform_parameters(platform)
+    for name, entry in params.items():
+        assert entry["label"] in ("measured", "fitted", "default"), name
+        assert entry["source"] and entry["doc"] and "unit" in entry, name
+    machine = MACHINES[platform]
+    for name in fitted_names(machine):
+        lo, hi, why = BOUNDS[name]
+        assert lo <= getattr(machine, name) <= hi and why
+    assert (PLATFORMS / f"{platform}.json").exists()
+    assert "[fitted]" in machine.describe() and "[measured]" in machine.describe()
