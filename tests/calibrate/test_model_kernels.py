@@ -71,6 +71,7 @@ def test_reading_inputs_replays_what_the_full_run_records():
 
 
 @pytest.mark.skipif(not os.environ.get(MK.ENV), reason=f"needs an upstream tree in ${MK.ENV}")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")  # upstream's own @pytest.mark.soc
 @pytest.mark.parametrize("cid", ["pypto_glm_attn_stitch128", "pypto_quant_indexer_prolog_49us"])
 def test_cases_build_and_simulate_from_the_upstream_tree(cid):
     c = CASES[cid]

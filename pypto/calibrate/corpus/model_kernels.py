@@ -50,11 +50,18 @@ def _upstream_module(folder: str, name: str):
 
     pypto.emulate.install()
     models = os.path.realpath(os.path.join(root, "models"))
-    # model folders reuse top-level names (each has its own ``utils``): forget those another
-    # folder's files were imported under, and put this folder first
+    # model folders reuse top-level names (each has its own ``utils``, a regular package in one
+    # and a namespace package in another): take the other folders off sys.path, forget the
+    # modules imported from them, and put this folder first
+    mine = os.path.realpath(where) + os.sep
+
+    def other_folder(path: str) -> bool:
+        path = os.path.realpath(path or "/")
+        return path.startswith(models + os.sep) and not (path + os.sep).startswith(mine)
+
+    sys.path[:] = [p for p in sys.path if not other_folder(p)]
     for key, mod in list(sys.modules.items()):
-        f = os.path.realpath(getattr(mod, "__file__", None) or "/")
-        if f.startswith(models + os.sep) and not f.startswith(os.path.realpath(where) + os.sep):
+        if other_folder(getattr(mod, "__file__", None) or "/"):
             del sys.modules[key]
     for path in (os.path.join(root, "models"), where):
         if path in sys.path:
