@@ -5,6 +5,12 @@ the block's own bounding range of cells, so the entries sharing a cell with a qu
 with `searchsorted`. Regular tile grids compress to almost nothing: keys that are 0..n-1, ids
 that are consecutive and boxes that are exactly their cells are not stored. Entries are retired
 by marking them dead; merging drops the dead.
+
+A cell may hold many entries much smaller than itself (the cell size is fixed by a buffer's first
+access, which may span the whole buffer). Queries into such a cell do not compare with every
+entry: the block indexes each cell's entries by where their boxes start on a finer grid (the
+largest entry extent, per dimension), so a query looks only at the few grid steps whose entries
+can reach it. The pairs found are the same, in the same order: only the work changes.
 """
 
 from __future__ import annotations
@@ -15,13 +21,14 @@ from ..errors import KernelRuntimeError
 
 TIER = 4  # blocks of one size class (powers of 4) merged at a time
 _CHUNK = 1 << 22  # candidate pairs examined at once
+CROWDED = 32  # a query whose cell holds more entries than this looks them up on the finer grid
 
 
 class CellBlock:
     """Entries (cell, id, box) of one GM buffer, sorted by cell (see the module doc)."""
 
     __slots__ = ("n", "key", "ids", "id0", "lo", "hi", "size", "alive", "n_alive", "base", "radix", "stride",
-                 "cmin", "cmax")
+                 "cmin", "cmax", "_grid")
 
     @classmethod
     def build(cls, cells, ids, lo, hi, size):
@@ -59,6 +66,7 @@ class CellBlock:
             self.lo, self.hi = _narrow(lo), _narrow(hi)
         self.alive = np.ones(n, dtype=bool)
         self.n_alive = n
+        self._grid = None  # the finer grid inside cells (`_fine`), made when a crowded cell is queried
         return self
 
     @property
@@ -112,8 +120,10 @@ class CellBlock:
             k = k - out[:, d] * self.stride[d]
         return out + self.base
 
-    def pairs(self, qcell):
-        """(query row, block row) pairs that share a cell, in chunks."""
+    def pairs(self, qcell, qlo=None, qhi=None):
+        """(query row, block row) pairs that share a cell, in chunks, ordered by query row then
+        block row. Given the query boxes (``qlo``, ``qhi``), a pair whose boxes cannot overlap
+        may be left out (queries into crowded cells use the finer grid)."""
         rel = qcell - self.base
         inside = np.all((rel >= 0) & (rel < self.radix), axis=1)
         q = np.nonzero(inside)[0]
@@ -123,21 +133,90 @@ class CellBlock:
         a = self.search(key, "left")
         count = self.search(key, "right") - a
         nz = count > 0
-        q, a, count = q[nz], a[nz], count[nz]
+        q, a, count, key = q[nz], a[nz], count[nz], key[nz]
         if not len(q):
             return
         if (count == 1).all():  # the common case: one entry per cell
             yield q, a
             return
-        ends = np.cumsum(count)
-        start = 0
-        while start < len(q):
-            stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + _CHUNK, "right"))
-            stop = max(stop, start + 1)
-            c = count[start:stop]
-            offs = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
-            yield np.repeat(q[start:stop], c), np.repeat(a[start:stop], c) + offs
-            start = stop
+        crowded = count > CROWDED if qlo is not None else None
+        if crowded is not None and crowded.any():
+            yield from self._fine_pairs(q, a, count, key, crowded, qcell, qlo, qhi)
+            return
+        yield from _expand(q, a, count)
+
+    def _fine_pairs(self, q, a, count, key, crowded, qcell, qlo, qhi):
+        """`pairs` when some queries fall in crowded cells: those look up the grid steps their
+        box can reach (`_fine`), the others take their whole cell; merged in pair order."""
+        grid = self._fine()
+        if grid is None:  # the composite keys would overflow: compare with every entry of the cell
+            yield from _expand(q, a, count)
+            return
+        step, radix, stride, fine_key, order = grid
+        cq = q[crowded]
+        # grid steps a query can meet, per dimension: entries start at most one step before it
+        c0 = qcell[cq] * self.size
+        first = np.maximum((qlo[cq] - c0 - step + 1) // step, -1) + 1
+        last = np.minimum((qhi[cq] - 1 - c0) // step, radix - 2) + 1
+        span = np.maximum(last - first + 1, 0)
+        n_steps = np.prod(span, axis=1)
+        whole = n_steps >= count[crowded]  # a query reaching most of its cell: the cell is cheaper
+        light = ~crowded
+        light[np.nonzero(crowded)[0][whole]] = True
+        parts = [(q[light], a[light], count[light], None)]
+        fine = ~whole & (n_steps > 0)
+        if fine.any():
+            cq, first, span, n_steps, base_key = cq[fine], first[fine], span[fine], n_steps[fine], key[crowded][fine]
+            owner = np.repeat(np.arange(len(cq)), n_steps)
+            within = np.arange(len(owner)) - np.repeat(np.cumsum(n_steps) - n_steps, n_steps)
+            lin = np.zeros(len(owner), dtype=np.int64)
+            for d in range(len(radix) - 1, -1, -1):
+                s = span[owner, d]
+                lin += (first[owner, d] + within % s) * stride[d]
+                within //= s
+            composite = base_key[owner] * int(np.prod(radix)) + lin
+            fa = np.searchsorted(fine_key, composite, "left")
+            fc = np.searchsorted(fine_key, composite, "right") - fa
+            nz = fc > 0
+            parts.append((cq[owner[nz]], fa[nz], fc[nz], order))
+        qs, rows = [], []
+        for pq, pa, pc, perm in parts:
+            if not len(pq):
+                continue
+            for qi, bi in _expand(pq, pa, pc, chunk=None):
+                qs.append(qi)
+                rows.append(bi if perm is None else perm[bi])
+        if not qs:
+            return
+        qi, bi = np.concatenate(qs), np.concatenate(rows)
+        sort = np.lexsort((bi, qi))
+        qi, bi = qi[sort], bi[sort]
+        for start in range(0, len(qi), _CHUNK):
+            yield qi[start:start + _CHUNK], bi[start:start + _CHUNK]
+
+    def _fine(self):
+        """The finer grid inside cells: (step, radix, stride, sorted composite keys, block rows in
+        that order), or None when the keys would not fit in int64. A row's grid position is
+        where its box starts relative to its cell, in steps of the largest extent (so a box
+        reaches at most into the next step); boxes may start up to one step before their cell,
+        hence the offset of one."""
+        if self._grid is None:
+            rows = np.arange(self.n)
+            lo, hi = self.boxes(rows)
+            step = np.maximum((hi - lo).max(axis=0), 1)
+            radix = (self.size - 1) // step + 2
+            total = int(np.prod(radix)) * (int(self.keys(rows[-1:])[0]) + 1)
+            if total >= 1 << 62:
+                self._grid = False
+                return None
+            stride = np.ones(len(radix), dtype=np.int64)
+            for d in range(len(radix) - 2, -1, -1):
+                stride[d] = stride[d + 1] * radix[d + 1]
+            pos = (lo - self.cells_of(rows) * self.size) // step + 1
+            composite = self.keys(rows).astype(np.int64) * int(np.prod(radix)) + pos @ stride
+            order = np.argsort(composite, kind="stable")
+            self._grid = (step, radix, stride, composite[order], order)
+        return self._grid or None
 
     def in_cell_range(self, clo, chi):
         """Rows whose cell lies in the inclusive cell range [clo, chi]."""
@@ -152,6 +231,24 @@ class CellBlock:
             cells = self.cells_of(rows) - self.base
             rows = rows[np.all((cells >= lo) & (cells <= hi), axis=1)]
         return rows
+
+
+def _expand(q, a, count, chunk=_CHUNK):
+    """(query row, block row) pairs from each query's run ``a .. a+count-1`` of rows, in chunks of
+    about ``chunk`` pairs (None: one chunk)."""
+    if chunk is None:
+        offs = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        yield np.repeat(q, count), np.repeat(a, count) + offs
+        return
+    ends = np.cumsum(count)
+    start = 0
+    while start < len(q):
+        stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + chunk, "right"))
+        stop = max(stop, start + 1)
+        c = count[start:stop]
+        offs = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+        yield np.repeat(q[start:stop], c), np.repeat(a[start:stop], c) + offs
+        start = stop
 
 
 def _narrow(a):

@@ -373,7 +373,7 @@ class RegionIndex:
                         continue
                 elif not blk.near(qmin, qmax):
                     continue
-                for qi, bi in blk.pairs(qcell):
+                for qi, bi in blk.pairs(qcell, qlo, qhi):
                     bi_ok = blk.alive[bi]
                     qi, bi = qi[bi_ok], bi[bi_ok]
                     (blo, bhi), bid = blk.boxes(bi), blk.ids_of(bi)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import pypto.runtime.cellblocks as CB
 import pypto.runtime.regions as R
 from pypto.runtime.regions import KINDS, RegionIndex
 
@@ -116,13 +117,17 @@ SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(params=["python", "numpy", "spill"])
+@pytest.fixture(params=["python", "numpy", "fine", "spill"])
 def path(request, monkeypatch):
-    """Run each property through the per-cell Python path, the numpy block path, and with tiny
-    limits that send boxes to the whole-box lists, spill cells into blocks mid-program and turn
-    staged rows into blocks by size."""
+    """Run each property through the per-cell Python path, the numpy block path (also with every
+    cell of a block looked up on its finer grid), and with tiny limits that send boxes to the
+    whole-box lists, spill cells into blocks mid-program and turn staged rows into blocks by
+    size."""
     if request.param == "numpy":
         monkeypatch.setattr(R, "BULK", 1)
+    elif request.param == "fine":
+        monkeypatch.setattr(R, "BULK", 1)
+        monkeypatch.setattr(CB, "CROWDED", 0)
     elif request.param == "spill":
         monkeypatch.setattr(R, "SMALL_CELLS", 2)
         monkeypatch.setattr(R, "DICT_CELLS", 3)
@@ -158,6 +163,59 @@ def test_csr_matches_the_edges(prog):
     for i in range(n):  # successors keep the order they were found in
         mine = [d for s, d in zip(src.tolist(), dst.tolist()) if s == i]
         assert succ[ptr[i]:ptr[i + 1]].tolist() == mine
+
+
+@SETTINGS
+@given(programs(), st.booleans())
+def test_finer_grid_finds_the_same_edges_in_the_same_order(prog, whole_cell):
+    """Looking entries up on the finer grid inside cells changes the work, not the result: the
+    same edges, kinds and discovery order as comparing each query with every entry of its cell
+    (cells of the buffer's whole extent when ``whole_cell``: every box shares one cell)."""
+    calls, n, cell = prog
+    if whole_cell:
+        cell = [16] * calls[0][2][0][2].shape[1]
+    got = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(R, "BULK", 1)
+        for crowded in (0, 10 ** 9):
+            mp.setattr(CB, "CROWDED", crowded)
+            got[crowded] = [a.tolist() for a in _run(calls, cell).edges()]
+    assert got[0] == got[10 ** 9]
+
+
+class _PairCount:
+    """Counts the (query, entry) pairs the blocks hand to the overlap test."""
+
+    def __init__(self, monkeypatch):
+        self.pairs = 0
+        plain = CB.CellBlock.pairs
+
+        def counted(blk, *args):
+            for qi, bi in plain(blk, *args):
+                self.pairs += len(qi)
+                yield qi, bi
+
+        monkeypatch.setattr(CB.CellBlock, "pairs", counted)
+
+
+@pytest.mark.parametrize("n", [512, 4096])
+def test_tiles_in_one_whole_buffer_cell_cost_work_linear_in_them(n, monkeypatch):
+    """QuantIndexerProlog's cache: the first access spans the whole buffer (so does its cell),
+    then one call writes it tile by tile and another reads it tile by tile. Each read meets
+    its tile's writer (and the first write), and the work is linear in the tiles: the pairs examined stay
+    within a few per tile, where comparing with every entry of the cell would take n * n."""
+    count = _PairCount(monkeypatch)
+    deps = RegionIndex()
+    deps.access("cache", 0, [0, 0], [8 * n, 128], True)
+    rows = np.arange(n)
+    lo = np.stack([rows * 8, rows * 0], 1)
+    hi = lo + np.array([8, 128])
+    deps.access("cache", 1, lo, hi, True)
+    deps.access("cache", 1 + n, lo, hi, False)
+    # no single tile covers the first write, so each read also meets it
+    assert sorted(deps.edge_list()) == sorted([(0, 1 + i, "WAW") for i in range(n)] +
+                                              [(w, 1 + n + i, "RAW") for i in range(n) for w in (0, 1 + i)])
+    assert count.pairs <= 4 * n
 
 
 # ---- the patterns, edge by edge ----------------------------------------------------------------
