@@ -76,7 +76,9 @@ class Lowered:
         loops, per root instance for a root's own intermediates."""
         scope = self.scopes.get(value.id)
         if scope is not None:
-            return (value.id, tuple((env or {}).get(n) for n in scope))
+            if env is None:  # no loop indices given: at least tell root instances apart
+                return (value.id, None, seq)
+            return (value.id, tuple(env.get(n) for n in scope))
         if value.id in self.global_values or value.id in self.param_ids:
             return value.id
         return (value.id, seq)

@@ -138,7 +138,8 @@ class TaskBuilder:
         first = self.n
         self.n += m
         if info.per_root:
-            keys = [g if g is not None else self.memory_key(a.value, seq) for g, a in zip(info.global_keys, call.args)]
+            keys = [g if g is not None else self.memory_key(a.value, seq, env)
+                    for g, a in zip(info.global_keys, call.args)]
             bufs = [self._buffer_no(k) for k in keys]
         else:
             keys = info.global_keys
