@@ -127,7 +127,7 @@ class CallEval:
     it reads tensor elements. ``keys(seq, env)`` gives the region key of each operand's buffer.
     """
 
-    __slots__ = ("fn", "names", "table", "reads_elements", "keys", "aliased")
+    __slots__ = ("fn", "names", "table", "reads_elements", "keys", "aliased", "boxes")
 
     def __init__(self, call, symbols, scopes, global_ids, lowered=None):
         lines, names_of = ["def evaluate(env, load):"], {}
@@ -181,6 +181,7 @@ class CallEval:
         aliases = getattr(lowered, "aliases", None) or {}
         self.aliased = tuple((k, a.value, aliases[a.value.id], lowered.dep_targets.get(a.value.id))
                              for k, a in enumerate(call.args) if a.value.id in aliases)
+        self.boxes: dict = {}  # (operand, box, shapes) -> the box carried into the memory it lives in
 
     def alias_of(self, lowered, seq, env, keys, bases, ends, tiles):
         """The ``Task.alias`` entry of one task of this call (None without aliased operands)."""
@@ -192,12 +193,16 @@ class CallEval:
             if final is None:  # a memory no call writes: nothing to order, the operand keeps its region
                 out[k] = (place, target, keys[k], bases[k], ends[k], tiles[k])
                 continue
-            src = [int(E.evaluate(x, env)) for x in value.shape]
-            dst = [int(E.evaluate(x, env)) for x in final.shape]
-            lo, hi = covering_box(list(bases[k]), list(ends[k]), src, dst)
-            _, cell = covering_box([0] * len(src), [max(1, t) for t in tiles[k]], src, dst)
-            out[k] = (place, target, lowered.memory_key(value, seq, env), tuple(lo), tuple(hi),
-                      tuple(max(1, c) for c in cell))
+            src, dst = _shapes(value, final, env)
+            box_key = (k, bases[k], ends[k], tiles[k], src, dst)  # the same boxes for every iteration
+            box = self.boxes.get(box_key)
+            if box is None:
+                lo, hi = covering_box(list(bases[k]), list(ends[k]), src, dst)
+                _, cell = covering_box([0] * len(src), [max(1, t) for t in tiles[k]], src, dst)
+                if len(self.boxes) >= CALL_TABLE_SIZE:
+                    self.boxes.clear()
+                box = self.boxes[box_key] = (tuple(lo), tuple(hi), tuple(max(1, c) for c in cell))
+            out[k] = (place, target, lowered.memory_key(value, seq, env), *box)
         return tuple(out)
 
     def __call__(self, env, load):
@@ -212,6 +217,11 @@ class CallEval:
                 table.clear()
             table[key] = hit
         return hit
+
+
+def _shapes(value, final, env) -> tuple:
+    """The sizes of ``value`` and of the memory ``final`` it lives in, under ``env``."""
+    return (tuple(int(E.evaluate(x, env)) for x in value.shape), tuple(int(E.evaluate(x, env)) for x in final.shape))
 
 
 def _tuple(exprs) -> str:
@@ -235,8 +245,7 @@ def evaluate_call(call, env, load, lowered=None):
     tiles = [list(s) for s in tiles]
     for k, value, _, final in ce.aliased:
         if final is not None:  # tiles of a value living in a written memory: boxes of that memory
-            src = [int(E.evaluate(x, env)) for x in value.shape]
-            dst = [int(E.evaluate(x, env)) for x in final.shape]
+            src, dst = _shapes(value, final, env)
             offsets = list(offsets)
             valid = list(valid)
             offsets[k], valid[k] = covering_boxes(offsets[k], valid[k], src, dst)
