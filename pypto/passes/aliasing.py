@@ -47,6 +47,7 @@ class LayoutAliases:
 
     def __init__(self, program, views: dict):
         self.aliases: dict = {}
+        self.sources: dict = {}  # value id -> the Value itself (for listings)
         self.dropped: set = set()
         written, reads = self._accesses(program)
         self._reshapes(program, views, written)
@@ -90,6 +91,7 @@ class LayoutAliases:
             if written.get(r.root.id) or written.get(v.root.id) or written.get(r.id):
                 continue  # a write through one name must not show through the other: keep the copy
             self.aliases[r.id] = v
+            self.sources[r.id] = r
             self.dropped.add(op)
 
     def _forwards(self, program, views, written, reads):
@@ -113,11 +115,13 @@ class LayoutAliases:
             t = src
             while t.id in self.aliases:
                 t = self.aliases[t.id]
-            if t.kind != "op" or t.id in views or t.id not in producer or producer[t.id].kind in ("tensor", "view"):
+            if t.kind != "op" or t.id in views or t.id not in producer or producer[t.id].kind in ("tensor", "view") \
+                    or written.get(t.id) or written.get(t.root.id):
                 continue  # only a result made in this block by an op can be made in place
             if t.rank < dst.rank or not (_fully_valid(src) and _fully_valid(t)):
                 continue
             if not (_same_dims(src.shape, dst.shape) or _same_dims((_numel(src.shape),), (_numel(dst.shape),))):
                 continue
             self.aliases[t.id] = dst
+            self.sources[t.id] = t
             self.dropped.add(item)

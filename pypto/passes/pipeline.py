@@ -136,6 +136,12 @@ def _exec_text(roots) -> str:
     return "\n".join(out)
 
 
+def _alias_text(layout_aliases) -> str:
+    """The values living in another value's memory (passes/aliasing.py), one line each."""
+    return "".join(f"\nmemory: %{layout_aliases.sources[vid].name} is %{t.name}'s memory"
+                   for vid, t in layout_aliases.aliases.items())
+
+
 # host_options["compile_stage"] -> the last pass that runs (upstream's stop points: the final
 # tensor graph, the final tile graph, the execute graph, then code generation)
 STOP_AFTER = {1: "autocast", 2: "assign_memory", 3: "execute_graph"}
@@ -218,7 +224,7 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
         root = build_root(f"root{i}", sgs, lv, new_id, tile_ops[i], storage)
         verify_root(root)
         roots.append(root)
-    snap("execute_graph", "execute", t0, roots, _exec_text, execute_dot)
+    snap("execute_graph", "execute", t0, roots, lambda rs: _exec_text(rs) + _alias_text(layout_aliases), execute_dot)
     if stop == "execute_graph":
         return None, snaps
 
