@@ -2,8 +2,9 @@
 
 Upstream gives an inplace reshape no address of its own, so a write through either name is seen
 through the other (an output tensor filled through a 2-D reshape of it, a cache updated through
-a flat view). This simulator lowers every reshape to a copy, so the tracer keeps the two names
-coherent with explicit copies, placed where a program could tell the difference:
+a flat view). The lowering makes a reshape no task only where nothing writes through it
+(passes/aliasing.py); a written one is a copy, so the tracer keeps the two names coherent with
+explicit copies, placed where a program could tell the difference:
 
 * the names of one memory form a *group*: the reshaped source and its inplace reshapes (a view
   of a member counts as that member);

@@ -22,7 +22,8 @@ def call_args(sg, leaf):
     return tuple(args), tuple(sorted(writes))
 
 
-def build_root(name, subgraphs, leaves, new_id, tile_graph) -> RootFunction:
+def build_root(name, subgraphs, leaves, new_id, tile_graph, storage=None) -> RootFunction:
+    sid = (lambda v: storage.get(v, v)) if storage else (lambda v: v)  # noqa: E731  (passes/aliasing.py)
     calls = []
     for sg, leaf in zip(subgraphs, leaves):
         args, writes = call_args(sg, leaf)
@@ -31,8 +32,8 @@ def build_root(name, subgraphs, leaves, new_id, tile_graph) -> RootFunction:
     # since that write: every conflicting pair is ordered, transitively, with few edges
     deps, last_write, readers = set(), {}, {}
     for j, c in enumerate(calls):
-        reads = {a.value.id for k, a in enumerate(c.args) if k not in c.writes}
-        writes = {c.args[k].value.id for k in c.writes}
+        reads = {sid(a.value.id) for k, a in enumerate(c.args) if k not in c.writes}
+        writes = {sid(c.args[k].value.id) for k in c.writes}
         for v in reads | writes:
             if v in last_write:
                 deps.add((last_write[v], j))

@@ -95,8 +95,11 @@ def _same_tiles(p, a) -> bool:
     return p.shape == a.shape and p.axis == a.axis and p.base == a.base
 
 
-def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
-    """(ops with copies inserted and memory levels set, {op id: fused group id})."""
+def assign_memory(ops, gm_values: set, new_id, fuse: bool = True, storage=None):
+    """(ops with copies inserted and memory levels set, {op id: fused group id}). ``storage`` maps
+    the id of a value that lives in another's memory (passes/aliasing.py) to that memory's id: the
+    GM hazards between groups are per memory, not per name."""
+    sid = (lambda v: storage.get(v, v)) if storage else (lambda v: v)  # noqa: E731
     written = {op.outputs[0].value.id for op in ops if op.kind == "copy_out"}
     producer: dict = {}  # value id -> (op, access)
     groups = _Groups()
@@ -113,11 +116,11 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
         fusible, gm_groups = [], set()
         # earlier groups this op must follow through a GM tensor (RAW, WAR, WAW): fusing one of
         # them with a group that in turn depends on this op would make a cycle
-        gm_writes = [a.value.id for a in op.outputs] if op.kind == "copy_out" or op.kind in WHOLE else []
+        gm_writes = [sid(a.value.id) for a in op.outputs] if op.kind == "copy_out" or op.kind in WHOLE else []
         hazard = set()
         for a in op.inputs:
-            if (producer.get(a.value.id) is None or a.value.id in written) and a.value.id in last_write:
-                hazard.add(last_write[a.value.id])
+            if (producer.get(a.value.id) is None or a.value.id in written) and sid(a.value.id) in last_write:
+                hazard.add(last_write[sid(a.value.id)])
         for v in gm_writes:
             if v in last_write:
                 hazard.add(last_write[v])
@@ -150,7 +153,7 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True):
         groups.add_deps(gid, {h for h in gm_groups | hazard if groups.find(h) != gid})
         for k, a in enumerate(op.inputs):
             if (op.id, k) not in ub_reads:
-                readers.setdefault(a.value.id, set()).add(gid)
+                readers.setdefault(sid(a.value.id), set()).add(gid)
         for v in gm_writes:
             last_write[v] = gid
             readers[v] = set()

@@ -7,12 +7,14 @@ import heapq
 from ..ir.tile import Subgraph
 
 
-def partition(ops, group_of: dict) -> list:
+def partition(ops, group_of: dict, storage=None) -> list:
     """Subgraphs in an execution order that respects every GM dependency between them.
 
     A fused group may have absorbed ops that come after another group's ops, so groups are
-    ordered topologically (ties keep program order) over RAW, WAR and WAW conflicts in GM.
+    ordered topologically (ties keep program order) over RAW, WAR and WAW conflicts in GM (per
+    memory: ``storage`` maps a value living in another's memory to it, passes/aliasing.py).
     """
+    sid = (lambda v: storage.get(v, v)) if storage else (lambda v: v)  # noqa: E731
     members: dict = {}
     first: dict = {}
     for i, op in enumerate(ops):
@@ -35,18 +37,18 @@ def partition(ops, group_of: dict) -> list:
         g = group_of[op.id]
         for a in op.inputs:
             if a.mem == "GM":
-                w = last_write.get(a.value.id)
+                w = last_write.get(sid(a.value.id))
                 if w is not None:
                     edge(w, g)  # RAW
-                readers.setdefault(a.value.id, set()).add(g)
+                readers.setdefault(sid(a.value.id), set()).add(g)
         for a in op.outputs:
             if a.mem == "GM":
-                w = last_write.get(a.value.id)
+                w = last_write.get(sid(a.value.id))
                 if w is not None:
                     edge(w, g)  # WAW
-                for h in readers.pop(a.value.id, ()):
+                for h in readers.pop(sid(a.value.id), ()):
                     edge(h, g)  # WAR
-                last_write[a.value.id] = g
+                last_write[sid(a.value.id)] = g
     ready = [(first[g], g) for g in members if indeg[g] == 0]
     heapq.heapify(ready)
     order = []

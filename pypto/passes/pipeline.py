@@ -24,6 +24,7 @@ from ..runtime.memory import definition_scopes
 from ..runtime.plan import mergeable_axes
 from ..runtime.machine import current_machine
 from . import autocast as _autocast
+from .aliasing import LayoutAliases
 from .buffers import BufferOverflowError
 from .dedup import dedup
 from .execute import build_root, verify_root
@@ -66,18 +67,41 @@ class Lowered:
     leaf_symbols: dict = field(default_factory=dict)
     scopes: dict = field(default_factory=dict)  # value id -> loop indices around its definition
     merge: dict = field(default_factory=dict)  # leaf name -> grid axes its ops do not mix along
+    # value id -> the value whose memory it is (passes/aliasing.py): the next one, and the last one
+    aliases: dict = field(default_factory=dict)
+    alias_final: dict = field(default_factory=dict)
     call_evals: dict = field(default_factory=dict, repr=False)  # call id -> CallEval (runtime/control.py)
 
     def merge_axes(self, leaf) -> frozenset:
         return self.merge[leaf.name]
 
+    @cached_property
+    def dep_targets(self) -> dict:
+        """{value id: final target} for the values living in another's memory that some call writes
+        (through any of its names): their accesses are accesses of that memory for the dependency
+        engine. A memory no call writes orders nothing: its names keep their own regions."""
+        if not self.alias_final:
+            return {}
+        final = self.alias_final
+        written = {final[a.value.id].id if a.value.id in final else a.value.id
+                   for r in self.roots for c in r.calls for a in (c.args[k] for k in c.writes)}
+        return {vid: t for vid, t in final.items() if t.id in written}
+
     def memory_key(self, value, seq, env=None):
+        """Identity of a GM region for the dependency engine: the buffer's (`buffer_key`), or for a
+        value living in a written value's memory (a reshape alias, a forwarded result) that memory's."""
+        target = self.dep_targets.get(value.id) if self.alias_final else None
+        return self.buffer_key(value if target is None else target, seq, env)
+
+    def buffer_key(self, value, seq, env=None):
         """Identity of a GM buffer (runtime/memory.py): kernel-wide for parameters and values shared
         between roots, per iteration of the loops around the definition of a value created inside
         loops, per root instance for a root's own intermediates."""
         scope = self.scopes.get(value.id)
         if scope is not None:
-            return (value.id, tuple((env or {}).get(n) for n in scope))
+            if env is None:  # no loop indices given: at least tell root instances apart
+                return (value.id, None, seq)
+            return (value.id, tuple(env.get(n) for n in scope))
         if value.id in self.global_values or value.id in self.param_ids:
             return value.id
         return (value.id, seq)
@@ -111,6 +135,12 @@ def _exec_text(roots) -> str:
         if r.deps:
             out.append("  deps: " + ", ".join(f"call{i}->call{j}" for i, j in r.deps))
     return "\n".join(out)
+
+
+def _alias_text(layout_aliases) -> str:
+    """The values living in another value's memory (passes/aliasing.py), one line each."""
+    return "".join(f"\nmemory: %{layout_aliases.sources[vid].name} is %{t.name}'s memory"
+                   for vid, t in layout_aliases.aliases.items())
 
 
 # host_options["compile_stage"] -> the last pass that runs (upstream's stop points: the final
@@ -151,9 +181,14 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
     control, segments = split_segments(program)
     views = {op.outputs[0].id: op for op in iter_ops(program.body) if op.kind == "view"}
     escaping = escaping_values(program, segments)
+    layout_aliases = LayoutAliases(program, views)  # reshapes and assembles that move no data
+    storage = layout_aliases.storage
+    in_gm = escaping | set(storage) | {v.id for v in layout_aliases.aliases.values()}
 
     t0 = time.perf_counter()
-    tile_ops = [fold_assembled_results(expand_segment(ops, views, new_id, new_value), escaping) for ops in segments]
+    tile_ops = [fold_assembled_results(expand_segment([op for op in ops if op not in layout_aliases.dropped], views,
+                                                      new_id, new_value), in_gm)
+                for ops in segments]
     verify_tile_ops(tile_ops, "expand", memory_assigned=False)
     snap("expand", "tile", t0, tile_ops, _tile_text, tile_dot)
 
@@ -161,13 +196,13 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
     for attempt in (True, False):
         try:
             t0 = time.perf_counter()
-            assigned = [assign_memory(ops, escaping, new_id, fuse=fuse and attempt) for ops in tile_ops]
+            assigned = [assign_memory(ops, in_gm, new_id, fuse=fuse and attempt, storage=storage) for ops in tile_ops]
             verify_tile_ops([a[0] for a in assigned], "assign_memory", memory_assigned=True)
             snap("assign_memory", "tile", t0, [a[0] for a in assigned], _tile_text, tile_dot)
             if stop == "assign_memory":
                 return None, snaps
             t0 = time.perf_counter()
-            subgraphs = [partition(ops, groups) for ops, groups in assigned]
+            subgraphs = [partition(ops, groups, storage) for ops, groups in assigned]
             for sgs in subgraphs:
                 verify_subgraphs(sgs)
             snap("partition", "block", t0, subgraphs,
@@ -188,10 +223,10 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
     t0 = time.perf_counter()
     roots = []
     for i, (sgs, lv) in enumerate(zip(subgraphs, leaves_per_root)):
-        root = build_root(f"root{i}", sgs, lv, new_id, tile_ops[i])
+        root = build_root(f"root{i}", sgs, lv, new_id, tile_ops[i], storage)
         verify_root(root)
         roots.append(root)
-    snap("execute_graph", "execute", t0, roots, _exec_text, execute_dot)
+    snap("execute_graph", "execute", t0, roots, lambda rs: _exec_text(rs) + _alias_text(layout_aliases), execute_dot)
     if stop == "execute_graph":
         return None, snaps
 
@@ -220,7 +255,8 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
             written.add(op.inputs[1].root.id)
     lowered = Lowered(program, control, roots, leaves, executables, sources, escaping, views, written, symbols,
                       definition_scopes(program, escaping - {p.value.id for p in program.params}),
-                      {name: mergeable_axes(leaf) for name, leaf in leaves.items()})
+                      {name: mergeable_axes(leaf) for name, leaf in leaves.items()}, layout_aliases.aliases,
+                      {vid: layout_aliases.final(vid) for vid in storage})
     return lowered, snaps
 
 

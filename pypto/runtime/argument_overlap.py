@@ -142,3 +142,6 @@ def remap_keys(tasks, same) -> None:
     to = dict(same)
     for t in tasks:
         t.keys = tuple([to.get(k, k) for k in t.keys])
+        if t.alias is not None:  # the memory an operand lives in, and its dependency region
+            t.alias = tuple(None if e is None else (to.get(e[0], e[0]), e[1], to.get(e[2], e[2]), *e[3:])
+                            for e in t.alias)

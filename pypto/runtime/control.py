@@ -18,6 +18,7 @@ from ..ir import expr as E
 from ..ir.graph import Branch, Loop
 from ..ir.tile import leaf_symbols
 from ..passes.segments import RootCall
+from .reinterpret import covering_box, covering_boxes
 from .stream import RootStream
 
 np = LazyModule("numpy")
@@ -40,16 +41,28 @@ class Task:
     ``grid`` the grid extents; per GM operand (leaf param order) ``bases`` the offset of tile 0,
     ``exts`` the valid extent of the whole access, ``tiles`` the tile shape; ``extra`` the values of
     symbols the leaf's code evaluates (tasks batch together only when they agree); ``keys`` the
-    region key of each operand's buffer.
+    region key of each operand's buffer. ``alias`` is None, or per operand None or (key of the
+    buffer whose memory it is, that value, dependency key, box lo, box hi, cell) for an operand living
+    in another value's memory (passes/aliasing.py): its buffer is placed there and the dependency
+    engine sees the box carried into the memory it lives in.
     """
 
-    __slots__ = ("id", "root", "call", "grid", "bases", "exts", "tiles", "extra", "keys", "ends", "_tiles_cache")
+    __slots__ = ("id", "root", "call", "grid", "bases", "exts", "tiles", "extra", "keys", "ends", "alias",
+                 "_tiles_cache")
 
-    def __init__(self, id, root, call, grid, bases, exts, tiles, extra, keys, ends):
+    def __init__(self, id, root, call, grid, bases, exts, tiles, extra, keys, ends, alias=None):
         self.id, self.root, self.call, self.grid = id, root, call, grid
         self.bases, self.exts, self.tiles, self.extra, self.keys = bases, exts, tiles, extra, keys
         self.ends = ends
+        self.alias = alias
         self._tiles_cache = None
+
+    def dependency(self, p):
+        """(key, lo, hi, cell) of operand ``p`` for the dependency engine."""
+        a = self.alias[p] if self.alias is not None else None
+        if a is None:
+            return self.keys[p], self.bases[p], self.ends[p], self.tiles[p]
+        return a[2], a[3], a[4], a[5]
 
     @property
     def leaf(self):
@@ -114,9 +127,9 @@ class CallEval:
     it reads tensor elements. ``keys(seq, env)`` gives the region key of each operand's buffer.
     """
 
-    __slots__ = ("fn", "names", "table", "reads_elements", "keys")
+    __slots__ = ("fn", "names", "table", "reads_elements", "keys", "aliased", "boxes")
 
-    def __init__(self, call, symbols, scopes, global_ids):
+    def __init__(self, call, symbols, scopes, global_ids, lowered=None):
         lines, names_of = ["def evaluate(env, load):"], {}
 
         def local(x):
@@ -164,6 +177,33 @@ class CallEval:
                 names |= E.free_symbols(e)
         self.names = tuple(sorted(names))
         self.table: dict = {}
+        # operands living in another value's memory: (index, value, whose memory, final if written)
+        aliases = getattr(lowered, "aliases", None) or {}
+        self.aliased = tuple((k, a.value, aliases[a.value.id], lowered.dep_targets.get(a.value.id))
+                             for k, a in enumerate(call.args) if a.value.id in aliases)
+        self.boxes: dict = {}  # (operand, box, shapes) -> the box carried into the memory it lives in
+
+    def alias_of(self, lowered, seq, env, keys, bases, ends, tiles):
+        """The ``Task.alias`` entry of one task of this call (None without aliased operands)."""
+        if not self.aliased:
+            return None
+        out = [None] * len(bases)
+        for k, value, target, final in self.aliased:
+            place = lowered.buffer_key(target, seq, env)
+            if final is None:  # a memory no call writes: nothing to order, the operand keeps its region
+                out[k] = (place, target, keys[k], bases[k], ends[k], tiles[k])
+                continue
+            src, dst = _shapes(value, final, env)
+            box_key = (k, bases[k], ends[k], tiles[k], src, dst)  # the same boxes for every iteration
+            box = self.boxes.get(box_key)
+            if box is None:
+                lo, hi = covering_box(list(bases[k]), list(ends[k]), src, dst)
+                _, cell = covering_box([0] * len(src), [max(1, t) for t in tiles[k]], src, dst)
+                if len(self.boxes) >= CALL_TABLE_SIZE:
+                    self.boxes.clear()
+                box = self.boxes[box_key] = (tuple(lo), tuple(hi), tuple(max(1, c) for c in cell))
+            out[k] = (place, target, lowered.memory_key(value, seq, env), *box)
+        return tuple(out)
 
     def __call__(self, env, load):
         if self.reads_elements:
@@ -177,6 +217,11 @@ class CallEval:
                 table.clear()
             table[key] = hit
         return hit
+
+
+def _shapes(value, final, env) -> tuple:
+    """The sizes of ``value`` and of the memory ``final`` it lives in, under ``env``."""
+    return (tuple(int(E.evaluate(x, env)) for x in value.shape), tuple(int(E.evaluate(x, env)) for x in final.shape))
 
 
 def _tuple(exprs) -> str:
@@ -193,11 +238,20 @@ def evaluate_call(call, env, load, lowered=None):
     """(grid extents, points, per-arg offsets, valid extents, tile shapes) of ``call`` under ``env``:
     the per-tile form the timing simulator expands into one task per tile."""
     ce = (lowered.call_evals.get(call.id) if lowered is not None else None) \
-        or CallEval(call, leaf_symbols(call.leaf), {}, ())
+        or (_call_eval(lowered, call) if lowered is not None else CallEval(call, leaf_symbols(call.leaf), {}, ()))
     grid, bases, exts, tiles, _, ends = ce(env, load)
     t = Task(0, None, call, grid, bases, exts, tiles, (), (), ends)
     points, offsets, valid = t._per_tile()
-    return list(grid), points, offsets, valid, [list(s) for s in tiles]
+    tiles = [list(s) for s in tiles]
+    for k, value, _, final in ce.aliased:
+        if final is not None:  # tiles of a value living in a written memory: boxes of that memory
+            src, dst = _shapes(value, final, env)
+            offsets = list(offsets)
+            valid = list(valid)
+            offsets[k], valid[k] = covering_boxes(offsets[k], valid[k], src, dst)
+            _, cell = covering_boxes([[0] * len(src)], [[max(1, x) for x in tiles[k]]], src, dst)
+            tiles[k] = [max(1, int(c)) for c in cell[0]]
+    return list(grid), points, offsets, valid, tiles
 
 
 def _call_eval(lowered, call):
@@ -206,7 +260,8 @@ def _call_eval(lowered, call):
     evals = lowered.call_evals
     ev = evals.get(call.id)
     if ev is None:
-        ev = evals[call.id] = CallEval(call, leaf_symbols(call.leaf), lowered.scopes, lowered.global_values)
+        ev = evals[call.id] = CallEval(call, leaf_symbols(call.leaf), lowered.scopes, lowered.global_values,
+                                        lowered)
     return ev
 
 
@@ -251,7 +306,9 @@ class Stitcher:
             grid, bases, exts, tiles, extra, ends = ce(env, recorded)
             if 0 in grid or any(g < 0 for g in grid):
                 continue
-            task = Task(len(tasks), inst, call, grid, bases, exts, tiles, extra, ce.keys(inst.seq, env), ends)
+            keys = ce.keys(inst.seq, env)
+            alias = ce.alias_of(self.lowered, inst.seq, env, keys, bases, ends, tiles) if ce.aliased else None
+            task = Task(len(tasks), inst, call, grid, bases, exts, tiles, extra, keys, ends, alias)
             tasks.append(task)
             dt.tasks.append(task)
         # the replay record: control flow that read tensor values since the last root waits for

@@ -172,7 +172,11 @@ class LoweredExecutor:
         note = layout.note
         for t in tasks:
             writes = t.call.writes
+            if t.alias is not None:
+                layout.note_aliases(t)
             for p, (key, a) in enumerate(zip(t.keys, t.call.args)):
+                if key in layout.alias:
+                    continue
                 if p in writes:
                     note(key, a.value, t.root.env, math.prod([h - l for l, h in zip(t.bases[p], t.ends[p])]))
                 elif key not in layout.buffers:
@@ -233,6 +237,8 @@ class LoweredExecutor:
                 super().add_root(index, env_, load_)
                 if same:
                     remap_keys(self.tasks[before:], same)
+                for t in self.tasks[before:]:
+                    layout.note_aliases(t)
                 pending.extend(self.tasks[before:])
 
         stitcher = ReadingStitcher(lowered, max_roots)
@@ -250,6 +256,20 @@ class LoweredExecutor:
             return None
         return [self._result(v, tensors, memory, env) for v in returns]
 
+    def _stored(self, v, tensors, memory, env):
+        """The tensor holding value ``v`` after the call (a view of its memory)."""
+        if v.id in {p.value.id for p in self.lowered.program.params}:
+            return next(t for t, p in zip(tensors, self.lowered.program.params) if p.value.id == v.id)
+        scope = self.lowered.scopes.get(v.id)
+        key = (v.id, tuple(env.get(n) for n in scope)) if scope is not None else v.id
+        if key in memory.layout.buffers:
+            return memory.instance(key, v, env)
+        shape = [int(E.evaluate(s, env)) for s in v.shape]
+        target = self.lowered.aliases.get(v.id)
+        if target is not None:  # another value's memory seen with this shape (passes/aliasing.py)
+            return self._stored(target, tensors, memory, env).reshape(shape)
+        return torch.zeros(shape, dtype=v.dtype.torch())
+
     def _result(self, v, tensors, memory, env):
         for t, p in zip(tensors, self.lowered.program.params):
             if p.value.id == v.id:
@@ -259,15 +279,7 @@ class LoweredExecutor:
         while v.id in views:
             chain.append(views[v.id])
             v = views[v.id].inputs[0]
-        if v.id in {p.value.id for p in self.lowered.program.params}:
-            base = next(t for t, p in zip(tensors, self.lowered.program.params) if p.value.id == v.id)
-        else:
-            scope = self.lowered.scopes.get(v.id)
-            key = (v.id, tuple(env.get(n) for n in scope)) if scope is not None else v.id
-            if key in memory.layout.buffers:
-                base = memory.instance(key, v, env)
-            else:
-                base = torch.zeros([int(E.evaluate(s, env)) for s in v.shape], dtype=v.dtype.torch())
+        base = self._stored(v, tensors, memory, env)
         from .plan import _evaluator
         ev = _evaluator(env, None)
         t = base

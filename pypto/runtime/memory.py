@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from .._lazy import torch
+from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop, Op
 
@@ -79,6 +80,18 @@ class Layout:
         self._written: dict = {}  # instance key -> elements written by the call's tasks
         self._local: set = set()  # value ids of pypto.tensor locals (they start at zero)
         self.zeroed: list = []  # per slab: must it start at zero?
+        # region key -> (key of the buffer whose memory it is, that value, env, own shape): values
+        # living in another's memory (passes/aliasing.py) get no storage of their own
+        self.alias: dict = {}
+
+    def note_aliases(self, task) -> None:
+        """Record the operands of ``task`` that live in another value's memory."""
+        if task.alias is None:
+            return
+        env = task.root.env
+        for key, a, entry in zip(task.keys, task.call.args, task.alias):
+            if entry is not None and key not in self.alias:
+                self.alias[key] = (entry[0], entry[1], env, tuple(int(E.evaluate(s, env)) for s in a.value.shape))
 
     def note(self, key, value, env, written: int = 0) -> None:
         """Record that region ``key`` (a workspace instance of ``value``) is used under ``env``, and
@@ -95,7 +108,30 @@ class Layout:
         self._written[key] = self._written.get(key, 0) + written
 
     def finish(self) -> None:
-        """Allocate slabs for every noted workspace (one per value and shape)."""
+        """Allocate slabs for every noted workspace (one per value and shape), then place the
+        buffers that live in another's memory."""
+        self._allocate_pending()
+        for key in self.alias:
+            self.place(key)
+
+    def place(self, key) -> Buffer:
+        """The Buffer of an aliased region key: its target's memory seen with its own shape."""
+        buf = self.buffers.get(key)
+        if buf is not None:
+            return buf
+        target, value, env, shape = self.alias[key]
+        tb = self.place(target) if target in self.alias else self.buffers.get(target)
+        if tb is None:  # a memory only reached through its aliases: a workspace of its own
+            self.note(target, value, env)
+            self._allocate_pending()
+            tb = self.buffers[target]
+        if tuple(tb.strides) != contiguous_strides(tb.shape):
+            raise KernelRuntimeError(f"internal: the memory of %{value.name} is not contiguous: it cannot be "
+                                     "seen under another shape")
+        buf = self.buffers[key] = Buffer(tb.storage, tb.offset, shape, contiguous_strides(shape))
+        return buf
+
+    def _allocate_pending(self) -> None:
         for vid, inst in self._pending.items():
             by_shape: dict = {}
             for key, (shape, dtype) in inst.items():
@@ -145,6 +181,11 @@ class Memory:
     def buffer(self, key, value, env) -> Buffer:
         buf = self.layout.buffers.get(key)
         if buf is None:
+            if key in self.layout.alias:
+                target, tvalue, tenv, shape = self.layout.alias[key]
+                tb = self.buffer(target, tvalue, tenv)
+                buf = self.layout.buffers[key] = Buffer(tb.storage, tb.offset, shape, contiguous_strides(shape))
+                return buf
             if not self.lazy:
                 raise KeyError(key)
             shape = tuple(int(E.evaluate(s, env)) for s in value.shape)
@@ -156,7 +197,7 @@ class Memory:
         """The tensor of one buffer instance (a view into its slab)."""
         buf = self.buffer(key, value, env)
         t = self.tensors[buf.storage]
-        if buf.storage < self.layout.n_params:
+        if buf.storage < self.layout.n_params and tuple(t.shape) == tuple(buf.shape):
             return t
         return t.reshape(-1)[buf.offset:buf.offset + math.prod(buf.shape)].view(buf.shape)
 

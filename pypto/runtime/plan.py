@@ -41,6 +41,11 @@ def levels(tasks, engine: RegionIndex | None = None):
     access = engine.access
     for i, t in enumerate(tasks):
         writes = t.call.writes
+        if t.alias is not None:  # an operand living in another value's memory: that memory's region
+            for p in range(len(t.keys)):
+                key, lo, hi, tile = t.dependency(p)
+                access(key, i, lo, hi, p in writes, tile)
+            continue
         for p, (key, lo, hi, tile) in enumerate(zip(t.keys, t.bases, t.ends, t.tiles)):
             access(key, i, lo, hi, p in writes, tile)
     edges = engine.edge_list()

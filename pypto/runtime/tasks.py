@@ -96,6 +96,7 @@ class TaskBuilder:
         self.info: dict = {}
         self.rank = max((len(a.shape) for r in lowered.roots for c in r.calls for a in c.args), default=0)
         self.written = {c.args[k].value.id for r in lowered.roots for c in r.calls for k in c.writes}
+        self.written |= set(lowered.dep_targets)  # names of a written memory (passes/aliasing.py)
         # line entries (GM buffer, tile origin) of every read and write, in task order
         self.buffers: dict = {}
         self.lines = {"r": _Lines(self.rank), "w": _Lines(self.rank)}
@@ -138,7 +139,8 @@ class TaskBuilder:
         first = self.n
         self.n += m
         if info.per_root:
-            keys = [g if g is not None else self.memory_key(a.value, seq) for g, a in zip(info.global_keys, call.args)]
+            keys = [g if g is not None else self.memory_key(a.value, seq, env)
+                    for g, a in zip(info.global_keys, call.args)]
             bufs = [self._buffer_no(k) for k in keys]
         else:
             keys = info.global_keys
