@@ -51,6 +51,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out refits")
     ap.add_argument("--only", nargs="*", help="cases whose id or family contains one of these words (writes nothing)")
     ap.add_argument("--rounds", type=int, default=3, help="coordinate-descent rounds (default 3)")
+    ap.add_argument("--jobs", "-j", type=int, default=2, help="worker processes for the simulations (default 2)")
     ap.add_argument("--out", default=str(REPO / "docs" / "CALIBRATION.md"))
     args = ap.parse_args(argv)
 
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
     if args.only:
         cases = {k: c for k, c in cases.items() if any(w in k or w in c.family for w in args.only)}
     print(f"[calibrate] building {len(cases)} cases")
-    ev = Evaluator(cases)
+    ev = Evaluator(cases, jobs=args.jobs)
     print(f"[calibrate] built in {time.perf_counter() - t0:.1f} s")
     names = fitted_names(A2A3)
     start = start_machine(A2A3)
@@ -71,6 +72,7 @@ def main(argv=None) -> int:
         best, _ = fit(ev, start, rounds=args.rounds)
     result = ev.run(best)
     loo = None if (args.no_loo or args.only) else leave_one_family_out(ev, start)
+    ev.close()
     summ = summary(cases, result.simulated, loo)
     for cid, us in result.simulated.items():
         c = cases[cid]

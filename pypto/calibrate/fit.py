@@ -25,11 +25,13 @@ BOUNDS = {
     "gm_read_latency": (300.0, 2000.0, "DMA first-data latencies of 0.15-1.1 us; upstream's cost model uses 1400"),
     "vector_scale": (0.25, 8.0, "within a factor 4-8 of upstream's compiler-side vector formula"),
     "sort_cycles": (0.25, 4.0, "a sort or merge pass at 0.25-4 cycles per element (one per cycle is the vector unit's scalar-like rate)"),
+    "device_task_sync_cycles": (500.0, 20000.0, "a device-side handshake of 0.3-11 us; upstream's cost model stitchLatency 10000"),
     "device_task_build_cycles": (1000.0, 40000.0, "upstream's cost model: stitchLatency 10000 cycles"),
     "root_stitch_cycles": (300.0, 6000.0, "a root's expressions and stitch on the control AICPU, 0.2-3 us"),
+    "aicpu_task_scale": (0.2, 2.0, "schedule-thread cycles per task within 0.2-2x of upstream's cost model"),
     "l2_bytes": (16 * 2**20, 192 * 2**20, "upstream's cost model 20 MB ... the published 192 MB"),
 }
-INTEGER = {"gm_read_latency", "device_task_build_cycles", "root_stitch_cycles", "l2_bytes"}
+INTEGER = {"gm_read_latency", "device_task_build_cycles", "device_task_sync_cycles", "root_stitch_cycles", "l2_bytes"}
 
 
 @dataclass
@@ -66,10 +68,26 @@ def loss(cases: dict, simulated: dict, families=None) -> float:
     return sum(a / w for a, w in per.values() if w) / len(per)
 
 
-class Evaluator:
-    """Builds every case once, then simulates the corpus under any machine."""
+_FORKED: dict = {}  # the evaluator a forked worker inherited
 
-    def __init__(self, cases: dict, log=print):
+
+def _run_part(args):
+    machine, ids = args
+    ev = _FORKED["evaluator"]
+    out, errors = {}, {}
+    for cid in ids:
+        try:
+            out[cid] = simulated_us(ev.cases[cid], ev.sims[cid], machine)
+        except Exception as e:  # noqa: BLE001
+            errors[cid] = f"{type(e).__name__}: {e}"
+    return out, errors
+
+
+class Evaluator:
+    """Builds every case once, then simulates the corpus under any machine; with ``jobs`` > 1
+    the cases are split between forked workers (which inherit the built cases) by their cost."""
+
+    def __init__(self, cases: dict, log=print, jobs: int = 1):
         self.cases, self.sims, self.errors, self.build_seconds = cases, {}, {}, {}
         self.evaluations = 0
         for cid, c in cases.items():
@@ -80,18 +98,57 @@ class Evaluator:
                 self.errors[cid] = f"{type(e).__name__}: {e}"
                 log(f"[calibrate] {cid}: cannot be built: {self.errors[cid].splitlines()[0]}")
             self.build_seconds[cid] = time.perf_counter() - t0
+        self.pool = None
+        if jobs > 1 and len(self.sims) > 1:
+            import multiprocessing
+
+            cost = {}
+            for cid, sim in self.sims.items():  # one simulation each: warms the task tables too
+                t0 = time.perf_counter()
+                try:
+                    simulated_us(cases[cid], sim, _start_of(sim))
+                except Exception:  # noqa: BLE001 - reported by run()
+                    pass
+                cost[cid] = time.perf_counter() - t0
+            parts = [[] for _ in range(jobs)]
+            load = [0.0] * jobs
+            for cid in sorted(cost, key=cost.get, reverse=True):  # longest first onto the lightest part
+                i = load.index(min(load))
+                parts[i].append(cid)
+                load[i] += cost[cid]
+            self.parts = parts
+            _FORKED["evaluator"] = self
+            self.pool = multiprocessing.get_context("fork").Pool(jobs)
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.close()
+            self.pool.join()
+            self.pool = None
 
     def run(self, machine, only=None) -> Result:
         self.evaluations += 1
+        ids = [cid for cid in self.sims if only is None or self.cases[cid].family in only]
         out, errors = {}, dict(self.errors)
-        for cid, sim in self.sims.items():
-            if only is not None and self.cases[cid].family not in only:
-                continue
-            try:
-                out[cid] = simulated_us(self.cases[cid], sim, machine)
-            except Exception as e:  # noqa: BLE001
-                errors[cid] = f"{type(e).__name__}: {e}"
+        if self.pool is not None:
+            wanted = set(ids)
+            for o, e in self.pool.map(_run_part, [(machine, [c for c in p if c in wanted]) for p in self.parts]):
+                out.update(o)
+                errors.update(e)
+            out = {cid: out[cid] for cid in ids if cid in out}  # corpus order
+        else:
+            for cid in ids:
+                try:
+                    out[cid] = simulated_us(self.cases[cid], self.sims[cid], machine)
+                except Exception as e:  # noqa: BLE001
+                    errors[cid] = f"{type(e).__name__}: {e}"
         return Result(machine, out, loss(self.cases, out), errors)
+
+
+def _start_of(sim):
+    from ..runtime.machine import A2A3
+
+    return A2A3
 
 
 def fitted_names(machine) -> list:
@@ -117,12 +174,13 @@ def fit(evaluator: Evaluator, start, families=None, rounds: int = 3, log=print):
         return loss(evaluator.cases, evaluator.run(m, only).simulated, only)
 
     best, best_loss = start, score(start)
-    steps = [2.0, 1.41, 1.19, 1.09]
+    # each round tries every parameter a factor up and down, the factors shrinking round by round
+    factors = [(2.0, 1.41), (1.19,), (1.09,)]
     for r in range(rounds):
         improved = False
         for name in names:
             lo, hi, _ = BOUNDS[name]
-            for step in steps[: 2 + r]:
+            for step in factors[min(r, len(factors) - 1)]:
                 for f in (step, 1 / step):
                     v = min(hi, max(lo, getattr(best, name) * f))
                     if v == getattr(best, name):
@@ -133,19 +191,19 @@ def fit(evaluator: Evaluator, start, families=None, rounds: int = 3, log=print):
                         best, best_loss, improved = cand, s, True
         log(f"[calibrate] round {r + 1}: loss {best_loss:.4f} "
             + ", ".join(f"{n}={getattr(best, n):.4g}" for n in names))
-        if not improved:
+        if not improved and r >= 1:
             break
     return best, best_loss
 
 
-def leave_one_family_out(evaluator: Evaluator, start, log=print) -> dict:
+def leave_one_family_out(evaluator: Evaluator, start, rounds: int = 2, log=print) -> dict:
     """family -> {case id: simulated us} under a fit made without that family, started from the
     same start values as the full fit (never from the full fit, which has seen the family)."""
     families = sorted({evaluator.cases[c].family for c in evaluator.sims})
     out = {}
     for fam in families:
         rest = [f for f in families if f != fam]
-        m, _ = fit(evaluator, start, rest, rounds=2, log=lambda *_: None)
+        m, _ = fit(evaluator, start, rest, rounds=rounds, log=lambda *_: None)
         out[fam] = evaluator.run(m, {fam}).simulated
         log(f"[calibrate] leave out {fam}: " + ", ".join(f"{n}={getattr(m, n):.4g}" for n in fitted_names(m)))
     return out

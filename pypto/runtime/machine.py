@@ -106,10 +106,12 @@ class MachineModel:
     # AICPU (control and schedule threads) and launch
     root_stitch_cycles: int = 1500  # control AICPU: evaluate one root instance's expressions and stitch it
     device_task_build_cycles: int = 4000  # control AICPU: finish a device task before submitting it
+    device_task_sync_cycles: int = 5000  # device: a device task starts after the one before finished, plus this
     submit_cycles: int = 100  # hand a device task to the schedule threads
     dispatch_cycles: int = 200  # schedule thread: send one task to a core
     completion_cycles: int = 240  # schedule thread: notice a finished task
     resolve_cycles: int = 390  # schedule thread: resolve the successors of a finished task
+    aicpu_task_scale: float = 1.0  # multiplies dispatch, completion, resolve and fair_extra (fitted)
     fair_extra_cycles: int = 150  # device_sched_mode 2/3: extra bookkeeping per dispatch
     wait_device_cycles: int = 2000  # control AICPU: handshake when control flow waits for device data
     launch_cycles: int = 20000  # AI cores start after launch; launch_early_mode=1 overlaps control with it

@@ -43,7 +43,7 @@ from .tasks import TaskBuilder
 from .timeline import Timeline
 
 
-_CTRL, _SUBMIT, _THREAD, _DONE = 0, 1, 2, 3
+_CTRL, _SUBMIT, _THREAD, _DONE, _OPEN = 0, 1, 2, 3, 4
 _STITCH, _SUBMIT_SPAN, _DISPATCH, _COMPLETE, _WAIT = 0, 1, 2, 3, 4  # eventlog.SPAN_NAMES
 
 
@@ -120,9 +120,10 @@ class _Sim:
         affinity, fair = self.affinity, self.fair
         t_cores = m.launch_cycles
         t_ctrl0 = 0 if self.early else m.launch_cycles
-        dispatch_cost = m.dispatch_cycles + (m.fair_extra_cycles if fair else 0)
-        make_dispatch = m.dispatch_cycles
-        completion, resolve = m.completion_cycles, m.resolve_cycles
+        scale = m.aicpu_task_scale
+        dispatch_cost = (m.dispatch_cycles + (m.fair_extra_cycles if fair else 0)) * scale
+        make_dispatch = m.dispatch_cycles * scale
+        completion, resolve = m.completion_cycles * scale, m.resolve_cycles * scale
 
         # ---- cores: AIC0.. then AIV0..; core i of a type belongs to thread i % nth ----------------
         n_aic, n_aiv = m.aic_cores, m.aiv_cores
@@ -315,13 +316,20 @@ class _Sim:
                     return
             queues[ty].append(k)
 
+        rot = [0]
+
         def wake_all(t):
             nonlocal sq
             w0 = len(queues[0]) > qhead[0]
             w1 = len(queues[1]) > qhead[1]
             if not (w0 or w1):
                 return
-            for th in range(nth):
+            # the threads poll one shared queue: the one free first asks first, and among threads
+            # free at once the turn rotates (else thread 0 would win every tie and pay every
+            # dispatch and completion of a dependency chain alone)
+            rot[0] = r = (rot[0] + 1) % nth
+            order = sorted(range(nth), key=lambda th: (thread_free[th], (th - r) % nth)) if nth > 1 else (0,)
+            for th in order:
                 T = wake_t[th]
                 if T is not None:
                     if wake_real[th]:
@@ -418,8 +426,28 @@ class _Sim:
                 wait_cycles += resume - ctrl_time
                 push(resume, _CTRL, None)
 
+        # device tasks run one after another: the next opens when every task of the one before has
+        # finished, after a synchronisation on the device (upstream's stitch guide: with one root
+        # per device task "every task needs a synchronisation")
+        dt_left = array("q")  # unfinished tasks per device task (set when it is submitted)
+        opening = [0, -1]  # next device task to open, the one open now
+        sync = m.device_task_sync_cycles
+
         def on_submit(t, dt):
+            while len(dt_left) <= dt:
+                dt_left.append(-1)
+            dt_left[dt] = dt_hi[dt] - dt_lo[dt]
+            try_open(t)
+
+        def try_open(t):
+            nxt = opening[0]
+            if nxt < len(dt_left) and dt_left[nxt] >= 0 and (nxt == 0 or dt_left[nxt - 1] == 0):
+                opening[0] = nxt + 1
+                push(t + (sync if nxt > 0 else 0), _OPEN, nxt)
+
+        def on_open(t, dt):
             nonlocal submitted_hi
+            opening[1] = dt
             lo, hi = dt_lo[dt], dt_hi[dt]
             submitted_hi = hi
             if hi - lo <= 64:  # a small device task: plain Python beats numpy's call overhead
@@ -433,6 +461,7 @@ class _Sim:
                     queues[ty].frombytes(ready[types == ty].astype(np.int32).tobytes())
             wake_all(t)
             if hi == lo:
+                try_open(t)
                 check_wait(t)
 
         finished = 0
@@ -458,6 +487,11 @@ class _Sim:
                         touch(wline[j], wb[j - w0])
                 finished += 1
                 outstanding -= 1
+                od = opening[1]
+                left_dt = dt_left[od] - 1
+                dt_left[od] = left_dt
+                if left_dt == 0:
+                    try_open(t)
                 run_task[d] = -1
                 free_at[d] = t
                 ty, owner, b = core_type[d], core_thread[d], tbit[d]
@@ -536,8 +570,10 @@ class _Sim:
                 thread_free[d] = t0
             elif kind == 0:
                 on_ctrl(t)
-            else:
+            elif kind == 1:
                 on_submit(t, d)
+            else:
+                on_open(t, d)
         if finished != n:
             raise KernelRuntimeError("internal: the timing simulation stopped with unfinished tasks",
                                      got=f"{finished} of {n} finished")

@@ -138,3 +138,26 @@ def test_every_machine_parameter_has_a_source_and_a_label(platform):
         assert lo <= getattr(machine, name) <= hi and why
     assert (PLATFORMS / f"{platform}.json").exists()
     assert "[fitted]" in machine.describe() and "[measured]" in machine.describe()
+
+
+def test_stitching_many_roots_into_one_device_task_pays_off():
+    @pypto.jit
+    def rows(x: pypto.Tensor([64 * 32, 64], pypto.DT_FP32), y: pypto.Tensor([64 * 32, 64], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(32, 64)
+        for b in pypto.loop(64):
+            y[b * 32:(b + 1) * 32, :] = x[b * 32:(b + 1) * 32, :] * 2.0
+
+    x = torch.empty(64 * 32, 64)
+    sim = timing_only(rows, x, x.clone())
+    one = sim.simulate(A2A3, stitch_function_max_num=1)
+    many = sim.simulate(A2A3, stitch_function_max_num=64)
+    assert one.device_tasks == 64 and many.device_tasks < 64 / 3
+    # device tasks run one after another, each after a synchronisation on the device
+    synced = (one.device_tasks - many.device_tasks) * A2A3.device_task_sync_cycles
+    assert one.stats["makespan_cycles"] - many.stats["makespan_cycles"] >= 0.9 * synced
+    assert one.stats["makespan_cycles"] > 2 * many.stats["makespan_cycles"]
+    for tl in (one, many):  # no task of a device task starts before the one before has finished
+        ev, first = tl.events, tl.events.dt_first
+        dt_of = np.searchsorted(first, np.arange(len(ev.start)), "right") - 1
+        for d in range(1, tl.device_tasks):
+            assert ev.start[dt_of == d].min() >= ev.end[dt_of == d - 1].max()
