@@ -5,8 +5,8 @@
                                               # but docs/CALIBRATION.md and model_error.json)
     python -m pypto.calibrate --only gemm     # cases whose id or family contains a word (no files)
 
-Model-kernel cases run upstream's own files: set PYPTO_UPSTREAM to an upstream PyPTO checkout
-(without it those cases are reported as not built).
+Model-kernel cases run upstream's own files: ``--upstream PATH`` (or $PYPTO_UPSTREAM) names an
+upstream PyPTO checkout (without one those cases are reported as not built).
 """
 
 from __future__ import annotations
@@ -51,9 +51,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-loo", action="store_true", help="skip the leave-one-family-out refits")
     ap.add_argument("--only", nargs="*", help="cases whose id or family contains one of these words (writes nothing)")
     ap.add_argument("--rounds", type=int, default=3, help="coordinate-descent rounds (default 3)")
+    ap.add_argument("--upstream", help="an upstream PyPTO checkout for the model-kernel cases (else $PYPTO_UPSTREAM)")
     ap.add_argument("--jobs", "-j", type=int, default=2, help="worker processes for the simulations (default 2)")
     ap.add_argument("--out", default=str(REPO / "docs" / "CALIBRATION.md"))
     args = ap.parse_args(argv)
+    if args.upstream:
+        import os
+
+        os.environ["PYPTO_UPSTREAM"] = args.upstream
 
     from ..runtime.machine import A2A3
 
@@ -70,10 +75,10 @@ def main(argv=None) -> int:
         best = A2A3
     else:
         best, _ = fit(ev, start, rounds=args.rounds)
-    result = ev.run(best)
+    result = ev.run(best, kinds=True)
     loo = None if (args.no_loo or args.only) else leave_one_family_out(ev, start)
     ev.close()
-    summ = summary(cases, result.simulated, loo)
+    summ = summary(cases, result.simulated, loo, result.kinds)
     for cid, us in result.simulated.items():
         c = cases[cid]
         print(f"  {cid:36s} {c.family:16s} published {c.published_us:9.1f}  simulated {us:9.1f}  "

@@ -42,10 +42,17 @@ class Result:
     simulated: dict
     loss: float
     errors: dict = field(default_factory=dict)  # case id -> error text (a case that failed)
+    kinds: dict = field(default_factory=dict)  # case id -> the class the lab gives its timeline
 
 
-def simulated_us(case, sim, machine) -> float:
+def simulated_us(case, sim, machine, kinds=None) -> float:
+    """The case's simulated figure on ``machine``; ``kinds[case.id]`` gets the class the lab
+    gives the timeline (runtime/model_error.py), when a dict is passed."""
     tl = sim.simulate(machine, **case.runtime)
+    if kinds is not None:
+        from ..runtime.model_error import kernel_kind
+
+        kinds[case.id] = kernel_kind(tl)
     return end_to_end_us(tl) if case.measures == "end_to_end" else kernel_span_us(tl)
 
 
@@ -72,15 +79,15 @@ _FORKED: dict = {}  # the evaluator a forked worker inherited
 
 
 def _run_part(args):
-    machine, ids = args
+    machine, ids, want_kinds = args
     ev = _FORKED["evaluator"]
-    out, errors = {}, {}
+    out, errors, kinds = {}, {}, ({} if want_kinds else None)
     for cid in ids:
         try:
-            out[cid] = simulated_us(ev.cases[cid], ev.sims[cid], machine)
+            out[cid] = simulated_us(ev.cases[cid], ev.sims[cid], machine, kinds)
         except Exception as e:  # noqa: BLE001
             errors[cid] = f"{type(e).__name__}: {e}"
-    return out, errors
+    return out, errors, kinds or {}
 
 
 class Evaluator:
@@ -126,23 +133,27 @@ class Evaluator:
             self.pool.join()
             self.pool = None
 
-    def run(self, machine, only=None) -> Result:
+    def run(self, machine, only=None, kinds: bool = False) -> Result:
+        """Simulate the cases of families ``only`` (all when None); ``kinds``: also classify each
+        timeline as the lab would."""
         self.evaluations += 1
         ids = [cid for cid in self.sims if only is None or self.cases[cid].family in only]
-        out, errors = {}, dict(self.errors)
+        out, errors, got_kinds = {}, dict(self.errors), {}
         if self.pool is not None:
             wanted = set(ids)
-            for o, e in self.pool.map(_run_part, [(machine, [c for c in p if c in wanted]) for p in self.parts]):
+            for o, e, k in self.pool.map(_run_part, [(machine, [c for c in p if c in wanted], kinds)
+                                                     for p in self.parts]):
                 out.update(o)
                 errors.update(e)
+                got_kinds.update(k)
             out = {cid: out[cid] for cid in ids if cid in out}  # corpus order
         else:
             for cid in ids:
                 try:
-                    out[cid] = simulated_us(self.cases[cid], self.sims[cid], machine)
+                    out[cid] = simulated_us(self.cases[cid], self.sims[cid], machine, got_kinds if kinds else None)
                 except Exception as e:  # noqa: BLE001
                     errors[cid] = f"{type(e).__name__}: {e}"
-        return Result(machine, out, loss(self.cases, out), errors)
+        return Result(machine, out, loss(self.cases, out), errors, got_kinds)
 
 
 def _start_of(sim):

@@ -25,24 +25,27 @@ def _stats(errors: list) -> dict:
     return {"points": len(errors), "median": statistics.median(errors), "worst": max(errors)}
 
 
-def summary(cases: dict, simulated: dict, loo: dict | None = None) -> dict:
+def summary(cases: dict, simulated: dict, loo: dict | None = None, kinds: dict | None = None) -> dict:
     """Per family, per kind and overall: points, median and worst |ratio - 1|, and the median
-    error of each family under the fit that left it out."""
+    error of each family under the fit that left it out. A point counts for the kind the lab
+    gives its timeline (``kinds``: case id -> kind), which is what a user's kernel is compared
+    with; the case's own ``kind`` where none is given."""
+    kind_of = {cid: (kinds or {}).get(cid) or cases[cid].kind for cid in simulated}
     fam_err, kind_err, kind_fams, all_err, loo_err, loo_kind = {}, {}, {}, [], {}, {}
     for cid, us in simulated.items():
         c = cases[cid]
         e = ratio_error(us, c.published_us)
         fam_err.setdefault(c.family, []).append(e)
-        kind_err.setdefault(c.kind, []).append(e)
-        kind_fams.setdefault(c.kind, set()).add(c.family)
+        kind_err.setdefault(kind_of[cid], []).append(e)
+        kind_fams.setdefault(kind_of[cid], set()).add(c.family)
         all_err.append(e)
     for fam, sims in (loo or {}).items():
         errs = [ratio_error(us, cases[cid].published_us) for cid, us in sims.items()]
         loo_err[fam] = errs
         for cid, us in sims.items():
-            loo_kind.setdefault(cases[cid].kind, []).append(ratio_error(us, cases[cid].published_us))
+            loo_kind.setdefault(kind_of.get(cid, cases[cid].kind), []).append(ratio_error(us, cases[cid].published_us))
     families = {f: {**_stats(e), "loo_median": statistics.median(loo_err[f]) if loo_err.get(f) else None,
-                    "kind": next(cases[c].kind for c in simulated if cases[c].family == f)}
+                    "kind": "/".join(sorted({kind_of[c] for c in simulated if cases[c].family == f}))}
                 for f, e in sorted(fam_err.items())}
     kinds = {k: {**_stats(kind_err.get(k, [])), "families": sorted(kind_fams.get(k, ())),
                  "loo_median": statistics.median(loo_kind[k]) if loo_kind.get(k) else None} for k in KINDS}
@@ -122,9 +125,9 @@ def markdown(cases, result, summ, fitted_before, names, machine, start, evaluato
     lines += ["", "Every other parameter is *measured* (a published figure) or *default* (upstream's simulation "
               "parameter or ours); `MachineModel.describe()` lists them all with their sources.", "",
               "## Per point", "",
-              "| point | family | measures | published µs | simulated µs | sim/pub |"
+              "| point | family | class | measures | published µs | simulated µs | sim/pub |"
               + (" before |" if baseline else "") + " how it is written here |",
-              "|---|---|---|---|---|---|" + ("---|" if baseline else "") + "---|"]
+              "|---|---|---|---|---|---|---|" + ("---|" if baseline else "") + "---|"]
     for cid, c in cases.items():
         sim = result.simulated.get(cid)
         err = result.errors.get(cid)
@@ -134,7 +137,10 @@ def markdown(cases, result, summ, fitted_before, names, machine, start, evaluato
         if baseline:
             b = baseline.get(cid)
             before = f" {b / c.published_us:.2f} |" if b else " - |"
-        lines.append(f"| `{cid}` | {c.family} | {c.measures} | {c.published_us:g} | {simtxt} | {rat} |{before} "
+        lines.append(f"| `{cid}` | {c.family} | {result.kinds.get(cid) or c.kind} | {c.measures} | {c.published_us:g} | {simtxt} | {rat} |{before} "
                      f"{c.how.replace('|', '/')} |")
-    lines += ["", "Sources of each point: `pypto/calibrate/points.json` (`source`, `measured_how`, `note`).", ""]
+    lines += ["", "*class*: what the lab calls a kernel with this timeline (`pypto/runtime/model_error.py`); the "
+              "per-class error above counts each point under it. *before*: the same kernel under the timing model "
+              "before calibration (commit 3f9a3d3), where it could be simulated.", "",
+              "Sources of each point: `pypto/calibrate/points.json` (`source`, `measured_how`, `note`).", ""]
     return "\n".join(lines)
