@@ -60,7 +60,10 @@ def _phases(timeline) -> dict:
             [("BEGIN", None, 0), ("ALLOC_THREAD_ID", None, 0), ("INIT", None, 0),
              ("CORE_HAND_SHAKE", None, first_span)]
             + [("DEV_TASK_RCV", i, t) for i, t in enumerate(submits)]
-            + [("WAIT_ALL_DEV_TASK_FINISH", None, completions.get(f"sched{th}", last_done)), ("EXIT", None, end)])
+            # a thread that finished its last task before the last device task was handed over
+            # still waits for that one
+            + [("WAIT_ALL_DEV_TASK_FINISH", None, max(completions.get(f"sched{th}", last_done),
+                                                       submits[-1] if submits else 0)), ("EXIT", None, end)])
     spans: dict = {}
     for e in timeline.events:
         key = (block_index(e.core, e.core_type, machine), e.device_task)

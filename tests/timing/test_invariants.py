@@ -92,10 +92,12 @@ def test_checker_accepts_the_real_schedule(good):
 
 
 def test_checker_rejects_overlap_on_a_core(good):
-    evs = sorted(good.events, key=lambda e: (e.core, e.start))
-    a, b = next((a, b) for a, b in zip(evs, evs[1:]) if a.core == b.core)
-    longer = dataclasses.replace(a, end=b.start + 1)  # a now runs into b on the same core
-    events = [longer if e is a else e for e in good.events]
+    evs = sorted(good.events, key=lambda e: e.start)
+    a, b = evs[0], evs[1]
+    # b moved onto a's core, starting while a runs
+    moved = dataclasses.replace(b, core=a.core, core_type=a.core_type, start=a.start,
+                                end=max(b.end - b.start + a.start, a.start + 1))
+    events = [moved if e is b else e for e in good.events]
     with pytest.raises(AssertionError, match="while"):
         C.check_invariants(_broken(good, events=events, deps=[]))
 

@@ -163,7 +163,7 @@ def test_device_perf_data_has_one_round_per_call(base, monkeypatch):
             mine = [(m.group(1), m.group(3), end) for m, end in mine if m.group(2) == str(r)]
             phases = [p for p, _, _ in mine]
             assert phases[0] == "BEGIN" and phases[-1] == "EXIT" and phases.count("BEGIN") == 1
-            assert [end for _, _, end in mine] == sorted(end for _, _, end in mine)
+            assert [end for _, _, end in mine] == sorted(end for _, _, end in mine), core["coreType"]
             if core["coreType"] == "AICPU-CTRL":
                 assert phases.count("DEV_TASK_BUILD") == timeline.device_tasks
             if core["coreType"].startswith("SCHED-"):
