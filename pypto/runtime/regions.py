@@ -35,6 +35,7 @@ from array import array
 from operator import add, floordiv, le, lt
 
 from ..errors import KernelRuntimeError
+from .crowdedcell import LIMIT as CROWDED_CELL, CrowdedSide
 
 RAW, WAR, WAW = 0, 1, 2
 KINDS = ("RAW", "WAR", "WAW")
@@ -214,11 +215,11 @@ class RegionIndex:
             recs.append(rec)
             if rec is None:
                 continue
-            for e in rec[0]:
+            for e in rec[0] if type(rec[0]) is list else rec[0].near(lo, hi):
                 if e[0] != i and all(map(lt, e[1], hi)) and all(map(lt, lo, e[2])):
                     src.append(e[0]), dst.append(i), kinds.append(kw)
             if write:
-                for e in rec[1]:
+                for e in rec[1] if type(rec[1]) is list else rec[1].near(lo, hi):
                     if e[0] != i and all(map(lt, e[1], hi)) and all(map(lt, lo, e[2])):
                         src.append(e[0]), dst.append(i), kinds.append(WAR)
         big = buf.big
@@ -269,7 +270,13 @@ class RegionIndex:
                     rec = cells.get(ck)  # another box of this access may have made it
                     if rec is None:
                         rec = cells[ck] = ([], [])
-                rec[side].append(entry)
+                entries = rec[side]
+                entries.append(entry)
+                if len(entries) > CROWDED_CELL and type(entries) is list:
+                    # a cell much larger than its boxes (sized by a first access over the whole
+                    # buffer): index its entries instead of scanning them at every access
+                    crowded = CrowdedSide(entries, ck, size)
+                    rec = cells[ck] = (crowded, rec[1]) if side == 0 else (rec[0], crowded)
         if len(cells) > DICT_CELLS:
             self._spill(buf)
 
@@ -486,7 +493,9 @@ def _retire_cell(rec, ck, size, lo, hi):
         rec[1].clear()
         return
     for side in rec:
-        if side:
+        if type(side) is not list:
+            side.drop_covered(ck, size, lo, hi, _covered_in_cell)
+        elif side:
             side[:] = [e for e in side if not _covered_in_cell(e, ck, size, lo, hi)]
 
 

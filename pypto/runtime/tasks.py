@@ -254,9 +254,12 @@ class _Lines:
     @staticmethod
     def number(*sets):
         """Line ids (int32, in entry order) for each entry set, numbered together, and the number
-        of lines. Each buffer's origins are packed into one int64 per entry and made dense with
-        `np.unique`, one buffer at a time."""
-        segments: dict = {}  # buffer -> [(rows [e, rank], where to put the ids)]
+        of lines: buffers in the order they first appear, each buffer's distinct origins in
+        lexicographic order. All entries are packed into one int64 key (buffer rank, origin)
+        and made dense with one `np.unique`."""
+        order: dict = {}  # buffer -> its rank in order of first appearance
+        width: dict = {}  # buffer -> columns of its origins (one-at-a-time origins are padded)
+        segments = []  # (buffer ranks [e] or one rank, origins [e, w], ids, where)
         outs = []
         for s in sets:
             out = []
@@ -266,24 +269,41 @@ class _Lines:
                     lo = np.frombuffer(part.lo, dtype=np.int64).reshape(-1, s.rank)
                     ids = np.empty(len(bufs), dtype=np.int32)
                     for b in np.unique(bufs).tolist():
-                        sel = np.nonzero(bufs == b)[0]
-                        segments.setdefault(b, []).append((lo[sel], ids, sel))
+                        order.setdefault(b, len(order))
+                        width[b] = min(width.get(b, s.rank), s.rank)
+                    segments.append((bufs, lo, ids, slice(None)))
                 else:
                     first, m, operands = part
                     ids = np.empty((m, len(operands)), dtype=np.int32)
                     for j, (b, off) in enumerate(operands):
-                        segments.setdefault(b, []).append((off, ids, (slice(None), j)))
+                        order.setdefault(b, len(order))
+                        width[b] = min(width.get(b, off.shape[1]), off.shape[1])
+                        segments.append((b, off, ids, (slice(None), j)))
                 out.append(ids)
             outs.append(out)
         total = 0
-        for segs in segments.values():
-            width = min(r.shape[1] for r, _, _ in segs)  # one-at-a-time origins are padded
-            rows = segs[0][0][:, :width] if len(segs) == 1 else np.concatenate([r[:, :width] for r, _, _ in segs])
-            inverse, n_lines = _dense_rows(rows)
-            inverse += total
-            total += n_lines
+        if segments:
+            cols = max(r.shape[1] for _, r, _, _ in segments)
+            rank_of = np.zeros(max(order) + 1, dtype=np.int64)
+            width_of = np.zeros(max(order) + 1, dtype=np.int64)
+            rank_of[list(order)] = list(order.values())
+            width_of[list(width)] = list(width.values())
+            ranks, rows = [], []
+            for b, r, _, _ in segments:
+                padded = np.zeros((len(r), cols), dtype=np.int64)
+                padded[:, :r.shape[1]] = r
+                if isinstance(b, int):
+                    padded[:, width[b]:] = 0
+                    ranks.append(np.full(len(r), order[b], dtype=np.int64))
+                else:  # one-at-a-time rows of several buffers: each keeps its buffer's columns
+                    padded[np.arange(cols)[None, :] >= width_of[b][:, None]] = 0
+                    ranks.append(rank_of[b])
+                rows.append(padded)
+            table = np.concatenate([np.concatenate(ranks)[:, None]] + [np.concatenate(rows)], axis=1) \
+                if len(rows) > 1 else np.concatenate([ranks[0][:, None], rows[0]], axis=1)
+            inverse, total = _dense_rows(table)
             start = 0
-            for r, ids, where in segs:
+            for _, r, ids, where in segments:
                 ids[where] = inverse[start:start + len(r)]
                 start += len(r)
         result = [np.concatenate([x.reshape(-1) for x in out]) if out else np.zeros(0, dtype=np.int32)

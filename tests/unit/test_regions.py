@@ -117,13 +117,15 @@ SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(params=["python", "numpy", "fine", "spill"])
+@pytest.fixture(params=["python", "crowded", "numpy", "fine", "spill"])
 def path(request, monkeypatch):
-    """Run each property through the per-cell Python path, the numpy block path (also with every
-    cell of a block looked up on its finer grid), and with tiny limits that send boxes to the
-    whole-box lists, spill cells into blocks mid-program and turn staged rows into blocks by
-    size."""
-    if request.param == "numpy":
+    """Run each property through the per-cell Python path (also with every cell of two entries
+    indexed as crowded), the numpy block path (also with every cell of a block looked up on its
+    finer grid), and with tiny limits that send boxes to the whole-box lists, spill cells into
+    blocks mid-program and turn staged rows into blocks by size."""
+    if request.param == "crowded":
+        monkeypatch.setattr(R, "CROWDED_CELL", 1)
+    elif request.param == "numpy":
         monkeypatch.setattr(R, "BULK", 1)
     elif request.param == "fine":
         monkeypatch.setattr(R, "BULK", 1)
@@ -181,6 +183,46 @@ def test_finer_grid_finds_the_same_edges_in_the_same_order(prog, whole_cell):
             mp.setattr(CB, "CROWDED", crowded)
             got[crowded] = [a.tolist() for a in _run(calls, cell).edges()]
     assert got[0] == got[10 ** 9]
+
+
+@SETTINGS
+@given(programs(), st.booleans())
+def test_crowded_cells_find_the_same_edges_in_the_same_order(prog, whole_cell):
+    """The per-cell Python path: indexing a crowded cell's entries gives the same edges, kinds
+    and order as scanning them (one box per access, as the numeric runtime records)."""
+    calls, n, cell = prog
+    if whole_cell:
+        cell = [16] * calls[0][2][0][2].shape[1]
+    got = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for limit in (1, 10 ** 9):
+            mp.setattr(R, "CROWDED_CELL", limit)
+            got[limit] = _run(calls, cell, single=True).edge_list()
+    assert got[1] == got[10 ** 9]
+
+
+def test_one_box_accesses_in_one_whole_buffer_cell_cost_work_linear_in_them(monkeypatch):
+    """The same pattern one tile per access (a pypto.loop with one tile per iteration): the box
+    comparisons stay within a few per access, where scanning the cell would take n * n."""
+    import operator
+
+    looked = [0]
+
+    def lt(a, b):  # the engine's per-cell path compares box corners with operator.lt
+        looked[0] += 1
+        return operator.lt(a, b)
+
+    monkeypatch.setattr(R, "lt", lt)
+    n = 2000
+    deps = RegionIndex()
+    deps.access("cache", 0, [0, 0], [8 * n, 128], True)
+    for i in range(n):
+        deps.access("cache", 1 + i, [8 * i, 0], [8 * i + 8, 128], True)
+    for i in range(n):
+        deps.access("cache", 1 + n + i, [8 * i, 0], [8 * i + 8, 128], False)
+    assert sorted(deps.edge_list()) == sorted([(0, 1 + i, "WAW") for i in range(n)] +
+                                              [(w, 1 + n + i, "RAW") for i in range(n) for w in (0, 1 + i)])
+    assert looked[0] <= 32 * n  # about ten per access; scanning: 14 million
 
 
 class _PairCount:
