@@ -97,6 +97,8 @@ def main(argv=None) -> int:
     print(f"[calibrate] wrote {write_model_error(summ, best.name)}")
     base_path = Path(__file__).with_name("baseline.json")
     baseline = json.loads(base_path.read_text()) if base_path.exists() else None
+    if baseline:
+        baseline = {k: v for k, v in baseline.items() if not k.startswith("_")}
     text = markdown(cases, result, summ, None, names, best, start, ev, time.perf_counter() - t0, baseline, tg)
     Path(args.out).write_text(text, encoding="utf-8")
     print(f"[calibrate] wrote {args.out} ({time.perf_counter() - t0:.0f} s)")
