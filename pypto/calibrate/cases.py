@@ -35,6 +35,10 @@ class Case:
     how: str = ""  # how the kernel is written here, and any deviation from the source
     runtime: dict = field(default_factory=dict)  # runtime-option overrides of the simulation
     weight: float = 1.0  # < 1 for points the source marks approximate (read off a chart, a floor)
+    # False: reported but left out of the fit, because the program simulated here is known not to
+    # be the program the device ran (``excluded`` says why); never to hide a point the model misses
+    fit: bool = True
+    excluded: str = ""
 
 
 def case(**kw) -> Case:

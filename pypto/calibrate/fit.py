@@ -65,7 +65,7 @@ def loss(cases: dict, simulated: dict, families=None) -> float:
     per: dict = {}
     for cid, us in simulated.items():
         c = cases[cid]
-        if families is not None and c.family not in families:
+        if not c.fit or (families is not None and c.family not in families):
             continue
         acc = per.setdefault(c.family, [0.0, 0.0])
         acc[0] += c.weight * log_error(us, c.published_us)
@@ -138,6 +138,8 @@ class Evaluator:
         timeline as the lab would."""
         self.evaluations += 1
         ids = [cid for cid in self.sims if only is None or self.cases[cid].family in only]
+        if only is not None:  # a fit's evaluations: cases left out of the fit are not simulated
+            ids = [cid for cid in ids if self.cases[cid].fit]
         out, errors, got_kinds = {}, dict(self.errors), {}
         if self.pool is not None:
             wanted = set(ids)
@@ -181,6 +183,9 @@ def fit(evaluator: Evaluator, start, families=None, rounds: int = 3, log=print):
     names = fitted_names(start)
     only = None if families is None else set(families)
 
+    if only is None:
+        only = {c.family for c in evaluator.cases.values() if c.fit}
+
     def score(m):
         return loss(evaluator.cases, evaluator.run(m, only).simulated, only)
 
@@ -210,7 +215,7 @@ def fit(evaluator: Evaluator, start, families=None, rounds: int = 3, log=print):
 def leave_one_family_out(evaluator: Evaluator, start, rounds: int = 2, log=print) -> dict:
     """family -> {case id: simulated us} under a fit made without that family, started from the
     same start values as the full fit (never from the full fit, which has seen the family)."""
-    families = sorted({evaluator.cases[c].family for c in evaluator.sims})
+    families = sorted({evaluator.cases[c].family for c in evaluator.sims if evaluator.cases[c].fit})
     out = {}
     for fam in families:
         rest = [f for f in families if f != fam]

@@ -137,8 +137,9 @@ def markdown(cases, result, summ, fitted_before, names, machine, start, evaluato
         if baseline:
             b = baseline.get(cid)
             before = f" {b / c.published_us:.2f} |" if b else " - |"
+        how = c.how if c.fit else f"**not fitted**: {c.excluded}. {c.how}"
         lines.append(f"| `{cid}` | {c.family} | {result.kinds.get(cid) or c.kind} | {c.measures} | {c.published_us:g} | {simtxt} | {rat} |{before} "
-                     f"{c.how.replace('|', '/')} |")
+                     f"{how.replace('|', '/')} |")
     lines += ["", "*class*: what the lab calls a kernel with this timeline (`pypto/runtime/model_error.py`); the "
               "per-class error above counts each point under it. *before*: the same kernel under the timing model "
               "before calibration (commit 3f9a3d3), where it could be simulated.", "",
