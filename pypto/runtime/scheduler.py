@@ -7,9 +7,11 @@ tile with dependencies from overlapping GM regions (`tasks.py`, `regions.py`), a
 
 * control AICPU: stitches each root (``root_stitch_cycles``, divided by
   ``device_sched_parallelism`` inside ``pypto.loop(parallel=True)``), builds and submits a device
-  task when it holds ``stitch_function_max_num`` roots, at a flush (``submit_before_loop``), at
-  the end, or early when every core is idle; control flow that read tensor elements waits for the
-  device unless the tensor is in ``ready_on_host_tensors``;
+  task when it holds ``stitch_function_max_num`` roots, at a flush (``submit_before_loop``) or at
+  the end (never early: device tasks run one after another with a synchronisation between them,
+  so a half-full one would cut the parallelism upstream's stitch guide says stitching buys);
+  control flow that read tensor elements waits for the device unless the tensor is in
+  ``ready_on_host_tensors``;
 * ``launch_sched_aicpu_num`` schedule threads, each owning a slice of the cores, pay
   dispatch/completion/resolve cycles; ``device_sched_mode`` 0 shared FIFO, 1 L2 affinity (a newly
   ready task goes straight to an idle core, else the queue is served newest first), 2 fair (a
@@ -380,9 +382,6 @@ class _Sim:
         def on_ctrl(t):
             nonlocal ctrl_time, waiting, waited, pos, cur_dt, dt_roots
             t = max(t, ctrl_time)
-            if cur_dt is not None and outstanding == 0 and len(queues[0]) <= qhead[0] \
-                    and len(queues[1]) <= qhead[1]:  # the cores went idle during the last stitch
-                t = submit(t)
             while pos < len(items):
                 s = items[pos]
                 if s < 0:  # flush

@@ -81,7 +81,9 @@ def test_hbm_bandwidth_is_shared_by_the_whole_chip():
     assert moved / cycles > 0.5 * A2A3.hbm_bw  # and bound by it here
     wider = sim.simulate(A2A3.with_(hbm_bw=2 * A2A3.hbm_bw))
     uncapped = sim.simulate(A2A3.with_(hbm_bw=0))
-    assert uncapped.stats["makespan_cycles"] <= wider.stats["makespan_cycles"] < capped.stats["makespan_cycles"]
+    # (past the cap, scheduling details move the makespan by a fraction of a percent either way)
+    assert uncapped.stats["makespan_cycles"] <= 1.01 * wider.stats["makespan_cycles"]
+    assert wider.stats["makespan_cycles"] < 0.8 * capped.stats["makespan_cycles"]
 
 
 def test_a_matmul_assembled_into_an_output_is_one_cube_task():
