@@ -323,7 +323,7 @@ print(f"the best configuration is {default.makespan_cycles / best.makespan_cycle
         ("md", """### Why: read it from the two timelines
 
 Each task costs a schedule AICPU thread a dispatch and a completion, and the AI cores are mostly
-idle in both schedules (utilisation ~10%): the makespan is bound by the schedule threads'
+idle in both schedules (utilisation 9-26%): the makespan is bound by the schedule threads'
 per-task work, not by the cores. Larger blocks make far fewer, larger tasks, so that work shrinks
 about as much as the task count; and the online-softmax chain over KV blocks has fewer links, so
 the critical path is shorter too. The figures, from the simulated timelines:"""),
