@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     baseline = json.loads(base_path.read_text()) if base_path.exists() else None
     if baseline:
         baseline = {k: v for k, v in baseline.items() if not k.startswith("_")}
-    text = markdown(cases, result, summ, None, names, best, start, ev, time.perf_counter() - t0, baseline, tg)
+    text = markdown(cases, result, summ, names, best, start, ev, time.perf_counter() - t0, baseline, tg)
     Path(args.out).write_text(text, encoding="utf-8")
     print(f"[calibrate] wrote {args.out} ({time.perf_counter() - t0:.0f} s)")
     return 0

@@ -109,11 +109,13 @@ class Evaluator:
         if jobs > 1 and len(self.sims) > 1:
             import multiprocessing
 
+            from ..runtime.machine import A2A3
+
             cost = {}
             for cid, sim in self.sims.items():  # one simulation each: warms the task tables too
                 t0 = time.perf_counter()
                 try:
-                    simulated_us(cases[cid], sim, _start_of(sim))
+                    simulated_us(cases[cid], sim, A2A3)
                 except Exception:  # noqa: BLE001 - reported by run()
                     pass
                 cost[cid] = time.perf_counter() - t0
@@ -156,12 +158,6 @@ class Evaluator:
                 except Exception as e:  # noqa: BLE001
                     errors[cid] = f"{type(e).__name__}: {e}"
         return Result(machine, out, loss(self.cases, out), errors, got_kinds)
-
-
-def _start_of(sim):
-    from ..runtime.machine import A2A3
-
-    return A2A3
 
 
 def fitted_names(machine) -> list:

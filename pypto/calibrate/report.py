@@ -86,7 +86,7 @@ def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:.0f}%"
 
 
-def markdown(cases, result, summ, fitted_before, names, machine, start, evaluator, seconds, baseline=None,
+def markdown(cases, result, summ, names, machine, start, evaluator, seconds, baseline=None,
              targets=None) -> str:
     """docs/CALIBRATION.md."""
     lines = ["# Calibration of the timing model", "",

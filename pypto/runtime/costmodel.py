@@ -149,9 +149,10 @@ def leaf_schedule(machine, leaf, sizes_per_op, l2_hits, dynamic: bool) -> LeafCo
             if group[-1] != i:  # the loads and moves of a K pipeline are costed with its matmul
                 continue
             start = max(pipe_free["MTE2"], pipe_free["MTE1"], pipe_free["M"])
+            inside = _group_keys(ops, group)
             for j in group:
                 for a in ops[j].inputs:
-                    if a.mem != "GM" and a.local_key not in _group_keys(ops, group):
+                    if a.mem != "GM" and a.local_key not in inside:
                         start = max(start, ready.get(a.local_key, 0))
             if s_cost:
                 start = _scalar(pipe_free, busy, start, s_cost * len(group))
@@ -284,7 +285,6 @@ def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0):
                                            for mv in moves)), loads[0])
     b_load = next(j for j in loads if j != a_load) if len(loads) > 1 else a_load
     n_l1 = max(1, math.ceil(k / k_l1))
-    per_l1 = max(1, k_l1 // k_tile)
     l1_step_bytes = (m * a_item + n * b_item) * k_l1
     l1_slots = 2 if 2 * l1_step_bytes <= machine.l1_bytes else 1
     l0_slots = 2 if 2 * m * k_tile * a_item <= machine.l0a_bytes and 2 * n * k_tile * b_item <= machine.l0b_bytes \
@@ -295,7 +295,6 @@ def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0):
     busy = {"MTE2": 0.0, "MTE1": 0.0, "M": 0.0}
     first_mul = None
     last_read = float(t0)
-    done = 0.0
     tile = 0
     a_k_last, b_k_last = [d == -1 for d in op.attrs.get("k_dims", (-1, -2))]
     for step in range(n_l1):
@@ -312,8 +311,7 @@ def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0):
         arrived = max(issue + wait_a, issue + busy_a + wait_b)
         busy["MTE2"] += busy_a + busy_b
         last_read = max(last_read, arrived)
-        tiles = max(1, math.ceil(kk / k_tile)) if step < n_l1 - 1 else max(1, math.ceil(kk / k_tile))
-        tiles = min(tiles, per_l1) if step < n_l1 - 1 else tiles
+        tiles = max(1, math.ceil(kk / k_tile))  # a K step not a multiple of the tile ends in a short tile
         for t in range(tiles):
             kt = min(k_tile, kk - t * k_tile)
             mv = 2 * machine.mte1_latency + m * kt * a_item / machine.l1_to_l0a_bw + \
@@ -330,5 +328,4 @@ def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0):
             l0_free[tile % l0_slots] = m_free
             tile += 1
         l1_free[step % l1_slots] = mte1_free
-        done = m_free
-    return done, (first_mul if first_mul is not None else t0), last_read, busy
+    return m_free, (first_mul if first_mul is not None else t0), last_read, busy
