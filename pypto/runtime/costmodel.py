@@ -198,8 +198,10 @@ def leaf_schedule(machine, leaf, sizes_per_op, l2_hits, dynamic: bool) -> LeafCo
 
 
 def _scalar(pipe_free, busy, start, cycles):
-    s0 = max(pipe_free["S"], start - cycles)
-    pipe_free["S"] = s0 + cycles
+    # The scalar unit issues the ops in program order into the pipes' queues and runs ahead: it
+    # does not wait for an op's inputs (the waits are flags inside the receiving pipe's queue),
+    # so its cost delays an op only when the issue itself falls behind.
+    pipe_free["S"] += cycles
     busy["S"] += cycles
     return max(start, pipe_free["S"])
 

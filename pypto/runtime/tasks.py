@@ -281,6 +281,8 @@ class _Lines:
                         segments.append((b, off, ids, (slice(None), j)))
                 out.append(ids)
             outs.append(out)
+            if len(outs) == 1:
+                first_set = len(segments)  # the segments of the first set (the reads)
         total = 0
         if segments:
             cols = max(r.shape[1] for _, r, _, _ in segments)
@@ -301,6 +303,8 @@ class _Lines:
                 rows.append(padded)
             table = np.concatenate([np.concatenate(ranks)[:, None]] + [np.concatenate(rows)], axis=1) \
                 if len(rows) > 1 else np.concatenate([ranks[0][:, None], rows[0]], axis=1)
+            if len(sets) == 2:
+                _snap_reads_to_writes(table, sum(len(r) for _, r, _, _ in segments[:first_set]))
             inverse, total = _dense_rows(table)
             start = 0
             for _, r, ids, where in segments:
@@ -325,6 +329,30 @@ class _Run:
         self.lo.extend(lo)
         if len(lo) < self.rank:
             self.lo.extend([0] * (self.rank - len(lo)))
+
+
+def _snap_reads_to_writes(table, n_reads):
+    """Key a read by the written tile that holds it: rows [:n_reads] of ``table`` (buffer rank,
+    origin) are reads, the rest writes. A consumer that reads part of a tile a producer wrote
+    (the two vector cores each reading half of a cube tile) touches the line the write made
+    resident, not a line of its own: L2 is written back, the tile is there. Per buffer and
+    dimension a read's origin moves down to the nearest write origin (writes on a tile grid),
+    in place."""
+    if n_reads == 0 or n_reads == len(table):
+        return
+    reads, writes = table[:n_reads], table[n_reads:]
+    for b in np.unique(writes[:, 0]).tolist():
+        rsel = reads[:, 0] == b
+        if not rsel.any():
+            continue
+        w = writes[writes[:, 0] == b]
+        r = reads[rsel]
+        for d in range(1, table.shape[1]):
+            grid = np.unique(w[:, d])
+            at = np.searchsorted(grid, r[:, d], side="right") - 1
+            ok = at >= 0
+            r[ok, d] = grid[at[ok]]
+        reads[rsel] = r
 
 
 def _dense_rows(table):
