@@ -31,7 +31,6 @@ def timing_only(kernel, *args, **kwargs) -> Simulation:
     control program walked with the call's sizes; leaves run only when control flow reads
     tensor elements (then the call runs in full)."""
     from ..runtime.control import Stitcher, walk
-    from ..runtime.scheduler import Replayer
 
     entry, tensors, env, *_ = kernel._lookup(args, kwargs, count=False)
     compiled = entry.compiled
@@ -49,4 +48,16 @@ def timing_only(kernel, *args, **kwargs) -> Simulation:
         walk(lowered.control, {**executor.symbol_defaults, **env}, stitcher, no_load)
         stitcher.flush(marker=False)
         stream = stitcher.stream
-    return Simulation(Replayer(lowered, stream, lowered.memory_key), runtime)
+    return Simulation(replayer(lowered, stream, tensors), runtime)
+
+
+def replayer(lowered, stream, tensors):
+    """The `Replayer` of ``stream`` for a call with these argument tensors: written parameters
+    passed the very same tensor (a cache updated in place and returned as an output) are one
+    memory, as they are in the call."""
+    from ..runtime.argument_overlap import separate_overlaps
+    from ..runtime.scheduler import Replayer
+    from ..runtime.tasks import aliased_keys
+
+    same = separate_overlaps(lowered, list(tensors))[1]
+    return Replayer(lowered, stream, aliased_keys(lowered.memory_key, same))

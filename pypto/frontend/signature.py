@@ -107,6 +107,7 @@ class TensorSpec:
     dims: Optional[tuple]
     rest_static: bool
     dtype: Optional[DType]
+    layout: str = "ND"  # "NZ": stored in the cube's fractal layout (format=TILEOP_NZ); timing only
 
     def describe(self) -> str:
         dt = self.dtype.short if self.dtype else "<dtype of call>"
@@ -179,7 +180,7 @@ def parse_annotation(ann, param: str, index: int, loc: SourceLoc | None) -> Tens
         require_supported(dtype, param=param, loc=loc)
     raw = ann.dims
     if raw is None or (isinstance(raw, (list, tuple)) and len(raw) == 0):
-        return TensorSpec(param, index, None, True, dtype)
+        return TensorSpec(param, index, None, True, dtype, _layout(ann))
     if not isinstance(raw, (list, tuple)):
         raise AnnotationError(f"the shape in the annotation of '{param}' must be a list",
                               expected="[pypto.DYNAMIC, 128, ...]", got=repr(raw), param=param, loc=loc)
@@ -210,7 +211,13 @@ def parse_annotation(ann, param: str, index: int, loc: SourceLoc | None) -> Tens
                                   got=repr(d), param=param, loc=loc)
     if not rest and _marker_form(raw):
         rest = True
-    return TensorSpec(param, index, tuple(dims), rest, dtype)
+    return TensorSpec(param, index, tuple(dims), rest, dtype, _layout(ann))
+
+
+def _layout(ann) -> str:
+    # the annotation's format (pypto.TileOpFormat): the data are the same, the timing of the
+    # cube's loads is not (an NZ tensor's fractal blocks are contiguous)
+    return "NZ" if getattr(ann.format, "name", None) == "TILEOP_NZ" else "ND"
 
 
 def _marker_form(raw) -> bool:

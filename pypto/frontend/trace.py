@@ -53,7 +53,7 @@ def trace(fn, name: str, tensor_specs, tensors, dtypes, consts: dict, tiles, loo
                 else:
                     shape.append(int(size))
             value = tracer.new_value(dt, shape, kind="param", name=spec.param, loc=loc)
-            params.append(TensorParam(spec.param, spec.index, value))
+            params.append(TensorParam(spec.param, spec.index, value, spec.layout))
         func = kernel_function(fn)
         explorer = PathExplorer(loc)
         kinds = set()

@@ -124,6 +124,7 @@ class TensorParam:
     name: str
     index: int
     value: Value
+    layout: str = "ND"  # "NZ": the cube's fractal layout (TileOpFormat.TILEOP_NZ), for the timing
 
 
 @dataclass(frozen=True, eq=False)

@@ -82,7 +82,15 @@ class LayoutAliases:
         return written, reads
 
     def _reshapes(self, program, views, written):
-        for op in iter_ops(program.body):
+        # values that others are views or in-place reshapes of (frontend/aliases.py): their
+        # memory is addressed through those too, which this placement does not follow
+        based = {x.base.id for op in iter_ops(program.body) for x in (*op.inputs, *op.outputs) if x.base is not None}
+        # only the kernel's top-level block: inside a loop a value is a buffer per iteration, and
+        # aliases there tied fused groups into a cycle (upstream's GLM MoE fusion) and gave a
+        # wrong key cache (DeepSeek's MLA prolog: a reshape of a loop result then an in-place
+        # reshape read by scatter_update); tests/kernels/test_layout_aliases.py keeps both forms
+        top = [item for item in getattr(program.body, "items", ()) if isinstance(item, Op)]
+        for op in top:
             if op.kind != "reshape":
                 continue
             v, r = op.inputs[0], op.outputs[0]
@@ -90,6 +98,10 @@ class LayoutAliases:
                 continue  # a window of a tensor is not contiguous memory
             if written.get(r.root.id) or written.get(v.root.id) or written.get(r.id):
                 continue  # a write through one name must not show through the other: keep the copy
+            if r.id in based:
+                continue  # r is seen through another name (an in-place reshape of it): keep the copy
+            if not (_fully_valid(v) and _fully_valid(r)):
+                continue  # a partly valid tensor (a loop's tail tile) is not its full shape's row-major bytes
             self.aliases[r.id] = v
             self.sources[r.id] = r
             self.dropped.add(op)

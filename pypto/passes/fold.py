@@ -7,11 +7,21 @@ reading back what the cube just wrote). Upstream folds the assemble's offsets in
 output path; so does this pass, when the copy reads exactly the tiles the matmul writes (same
 grid, shape, placement and valid extent, same dtype) and nothing else reads the workspace.
 The numbers are the same: the same values reach the same elements of ``out``.
+
+FoldInPlaceUpdate: an in-place update (``scatter_update``, ``index_add_``, ``scatter_``) computes
+the updated tensor whole, GM to GM, and the frontend writes it back over its input with an
+assemble. On the device the op writes the rows it updates into the input's own storage and the
+rest of the tensor never moves; here the whole op is made to write its input's storage directly
+and the write-back copy goes (a 64k-row key cache updated at 8 rows was 131,072 copy tasks).
+The leaf still computes the whole updated tensor from the input it read, so the numbers are
+those of the copy it replaces; the op is marked ``in_place`` for the cost model.
 """
 
 from __future__ import annotations
 
 _CUBE = ("matmul", "scaled_mm")
+# whole-tensor ops whose result is their first input with some rows changed (ops/indexing.py)
+_UPDATES = ("scatter_update", "index_add", "scatter")
 
 
 def fold_assembled_results(ops: list, escaping: set) -> list:
@@ -48,3 +58,47 @@ def fold_assembled_results(ops: list, escaping: set) -> list:
         out[j] = prod.replace(outputs=(dst,))
         dropped.add(i)
     return [op for k, op in enumerate(out) if k not in dropped]
+
+
+def fold_in_place_updates(ops: list, escaping: set) -> list:
+    """``ops`` (one segment's tile ops, before memory assignment) with each whole-tensor update
+    whose result is only copied back over its own input made to write that input directly."""
+    readers: dict = {}
+    for op in ops:
+        for a in op.inputs:
+            readers[a.value.id] = readers.get(a.value.id, 0) + 1
+    out = list(ops)
+    dropped = set()
+    for j, prod in enumerate(ops):
+        if prod.kind not in _UPDATES or prod.grid != () or len(prod.outputs) != 1 or not prod.inputs:
+            continue
+        res, src = prod.outputs[0], prod.inputs[0]
+        v = res.value
+        if v.kind not in ("op", "workspace") or v.id in escaping or readers.get(v.id) != 1:
+            continue
+        i = next((k for k in range(j + 1, len(ops)) if any(a.value.id == v.id for a in ops[k].inputs)), None)
+        if i is None:
+            continue
+        copy = ops[i]
+        if copy.kind != "copy_out" or len(copy.inputs) != 1 or len(copy.outputs) != 1:
+            continue
+        dst = copy.outputs[0]
+        if dst.value.id != src.value.id or dst.value.dtype != v.dtype or tuple(dst.base) != tuple(src.base) \
+                or tuple(v.shape) != tuple(src.value.shape) or any(not _zero(b) for b in dst.base):
+            continue
+        # nothing between the update and its write-back may see the input's old or new contents
+        if any(a.value.id == src.value.id for k in range(j + 1, i) for a in ops[k].inputs + ops[k].outputs):
+            continue
+        out[j] = prod.replace(outputs=(src,), attrs=_with(prod.attrs, in_place=True))
+        dropped.add(i)
+    return [op for k, op in enumerate(out) if k not in dropped]
+
+
+def _zero(x) -> bool:
+    return isinstance(x, int) and x == 0
+
+
+def _with(attrs, **kw):
+    from types import MappingProxyType
+
+    return MappingProxyType({**attrs, **kw})

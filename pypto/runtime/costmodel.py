@@ -97,6 +97,10 @@ def op_cycles(machine, op, sizes, l2_hit: bool) -> int:
         return 0
     if kind in _SORTS:
         return _sort_cycles(machine, op, sizes[0])
+    if op.attrs.get("in_place") and len(op.inputs) > 1:
+        # an update written into its input's storage (passes/fold.py) moves the rows it changes:
+        # its index and source, not the whole tensor
+        nbytes = nbytes[1:len(op.inputs)]
     itemsize = accs[0].value.dtype.itemsize if accs else 4
     return vector_cycles(machine, kind, max(nbytes) if nbytes else 256, itemsize)
 
@@ -129,11 +133,13 @@ def _matmul_macs(sizes):
     return math.sqrt(max(a, 1) * max(b, 1) * max(c, 1))
 
 
-def leaf_schedule(machine, leaf, sizes_per_op, l2_hits, dynamic: bool) -> LeafCost:
+def leaf_schedule(machine, leaf, sizes_per_op, l2_hits, dynamic: bool, fractal=frozenset()) -> LeafCost:
     """The `LeafCost` of one instance of ``leaf``.
 
     ``sizes_per_op[i]`` gives the element count of each access of op i; ``l2_hits[i]`` whether
-    op i's GM read hits L2; ``dynamic`` adds the scalar cost of dynamic-shape code per op.
+    op i's GM read hits L2; ``dynamic`` adds the scalar cost of dynamic-shape code per op;
+    ``fractal`` holds the (op index, "in", operand) GM reads of tensors stored in the cube's NZ
+    layout, whose K steps are contiguous fractal blocks.
     """
     ops = leaf.ops
     pipelined = _k_groups(leaf)
@@ -156,7 +162,7 @@ def leaf_schedule(machine, leaf, sizes_per_op, l2_hits, dynamic: bool) -> LeafCo
                         start = max(start, ready.get(a.local_key, 0))
             if s_cost:
                 start = _scalar(pipe_free, busy, start, s_cost * len(group))
-            end, first, last_read, used = _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, start)
+            end, first, last_read, used = _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, start, fractal)
             for p, c in used.items():
                 busy[p] += c
                 pipe_free[p] = max(pipe_free[p], start + c)
@@ -261,7 +267,7 @@ def _strided_bytes(machine, rows, cols, itemsize, whole: bool) -> float:
     return rows * line * math.ceil(seg / line)
 
 
-def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0):
+def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0, fractal=frozenset()):
     """Simulate one matmul streamed along K: MTE2 loads K steps of ``k_l1`` into L1, MTE1 moves
     K tiles of ``k_tile`` into L0A / L0B, the cube multiplies each tile into L0C. Each buffer
     holds two steps when two fit (double buffering), else one.
@@ -299,14 +305,17 @@ def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0):
     last_read = float(t0)
     tile = 0
     a_k_last, b_k_last = [d == -1 for d in op.attrs.get("k_dims", (-1, -2))]
+    # an NZ operand is stored in fractal blocks (16 rows of 32 bytes, 512 contiguous bytes): a K
+    # step of it moves whole blocks whatever its row length
+    a_nz, b_nz = (a_load, "in", 0) in fractal, (b_load, "in", 0) in fractal
     for step in range(n_l1):
         kk = min(k_l1, k - step * k_l1)
         issue = max(mte2_free, l1_free[step % l1_slots])
         # a K step of A is m rows of kk elements (K last) or kk rows of m; B likewise with n
-        a_bytes = _strided_bytes(machine, m, kk, a_item, whole=kk >= k) if a_k_last else \
-            _strided_bytes(machine, kk, m, a_item, whole=False)
-        b_bytes = _strided_bytes(machine, n, kk, b_item, whole=kk >= k) if b_k_last else \
-            _strided_bytes(machine, kk, n, b_item, whole=False)
+        a_bytes = _strided_bytes(machine, m, kk, a_item, whole=kk >= k or a_nz) if a_k_last else \
+            _strided_bytes(machine, kk, m, a_item, whole=a_nz)
+        b_bytes = _strided_bytes(machine, n, kk, b_item, whole=kk >= k or b_nz) if b_k_last else \
+            _strided_bytes(machine, kk, n, b_item, whole=b_nz)
         busy_a, wait_a = _read_cost(machine, a_bytes, hit[a_load])
         busy_b, wait_b = _read_cost(machine, b_bytes, hit[b_load])
         mte2_free = issue + busy_a + busy_b

@@ -625,7 +625,9 @@ class _Sim:
                         row.append(max(1, int(math.prod(s if isinstance(s, int) else 1 for s in a.shape) * frac)))
             sizes.append(row)
             l2.append(hit)
-        return leaf_schedule(self.m, leaf, sizes, l2, tc.dynamic)
+        fractal = frozenset(key for key, p in leaf.param_of.items() if p in tc.fractal and key[1] == "in") \
+            if tc.fractal else frozenset()
+        return leaf_schedule(self.m, leaf, sizes, l2, tc.dynamic, fractal)
 
 
 def _loop_index_names(lowered) -> tuple:

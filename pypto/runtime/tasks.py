@@ -32,6 +32,7 @@ class TaskClass:
     full: bool  # every operand's tile is full (valid_shape_optimize's "main" variant)
     read_bytes: tuple  # bytes per read operand, in operand order
     write_bytes: tuple  # bytes per written operand, in call.writes order
+    fractal: tuple = ()  # operands stored in the cube's NZ layout (contiguous fractal blocks)
 
 
 @dataclass(eq=False)
@@ -57,9 +58,9 @@ class _CallInfo:
     """Per call site: which operands are read and written, byte sizes, and GM buffer identity."""
 
     __slots__ = ("reads", "writes", "itemsize", "symbolic", "global_keys", "per_root", "bufs", "ones", "classes",
-                 "tracked")
+                 "tracked", "moved", "copy", "fractal")
 
-    def __init__(self, call, memory_key, written):
+    def __init__(self, call, memory_key, written, fractal=frozenset()):
         self.writes = tuple(call.writes)
         self.reads = tuple(k for k in range(len(call.args)) if k not in call.writes)
         self.itemsize = tuple(call.leaf.params[k][1].itemsize for k in range(len(call.args)))
@@ -73,6 +74,41 @@ class _CallInfo:
         self.classes: dict = {}  # (elems, full) -> class, for calls of one tile
         # a GM value no call writes cannot take part in a conflict: its accesses need no tracking
         self.tracked = tuple(k for k, a in enumerate(call.args) if a.value.id in written)
+        self.moved = _bytes_moved(call.leaf, len(call.args))
+        self.fractal = tuple(k for k, a in enumerate(call.args) if a.value.id in fractal)
+        # (read argument, written argument) of a leaf that only copies one tile into another
+        kinds = [op.kind for op in call.leaf.ops]
+        self.copy = (self.reads[0], self.writes[0]) if kinds == ["copy_in", "copy_out"] and len(self.reads) == 1 \
+            and len(self.writes) == 1 else None
+
+
+def aliased_keys(memory_key, same):
+    """``memory_key`` with the parameters of ``same`` (pairs of value ids: a written parameter
+    passed the very same tensor as an earlier one, `argument_overlap.separate_overlaps`) keyed
+    as that earlier one: the dependency engine and L2 see the one memory they are."""
+    if not same:
+        return memory_key
+    to = dict(same)
+
+    def key(value, seq, env=None):
+        k = memory_key(value, seq, env)
+        return to.get(k, k) if isinstance(k, int) else k
+
+    return key
+
+
+def _bytes_moved(leaf, nargs) -> tuple:
+    """Per argument, whether its bytes cross HBM: not so for the tensor an in-place update
+    (passes/fold.py) reads and writes whole on paper but changes a few rows of on the device
+    (those rows are its source operand's bytes)."""
+    moved = [True] * nargs
+    for i, op in enumerate(leaf.ops):
+        if op.attrs.get("in_place"):
+            for role, j in (("in", 0), ("out", 0)):
+                p = leaf.param_of.get((i, role, j))
+                if p is not None:
+                    moved[p] = False
+    return tuple(moved)
 
 
 def build_tasks(lowered, stream, vso: bool, memory_key) -> TaskTable:
@@ -97,6 +133,7 @@ class TaskBuilder:
         self.rank = max((len(a.shape) for r in lowered.roots for c in r.calls for a in c.args), default=0)
         self.written = {c.args[k].value.id for r in lowered.roots for c in r.calls for k in c.writes}
         self.written |= set(lowered.dep_targets)  # names of a written memory (passes/aliasing.py)
+        self.fractal = frozenset(p.value.id for p in lowered.program.params if getattr(p, "layout", "ND") == "NZ")
         # line entries (GM buffer, tile origin) of every read and write, in task order
         self.buffers: dict = {}
         self.lines = {"r": _Lines(self.rank), "w": _Lines(self.rank)}
@@ -135,9 +172,7 @@ class TaskBuilder:
             return
         info = self.info.get(call.id)
         if info is None:
-            info = self.info[call.id] = _CallInfo(call, self.memory_key, self.written)
-        first = self.n
-        self.n += m
+            info = self.info[call.id] = _CallInfo(call, self.memory_key, self.written, self.fractal)
         if info.per_root:
             keys = [g if g is not None else self.memory_key(a.value, seq, env)
                     for g, a in zip(info.global_keys, call.args)]
@@ -147,6 +182,12 @@ class TaskBuilder:
             bufs = info.bufs
             if bufs is None:
                 bufs = info.bufs = [self._buffer_no(k) for k in keys]
+        if info.copy is not None:
+            r, w = info.copy
+            if bufs[r] == bufs[w] and np.array_equal(offsets[r], offsets[w]):
+                return  # a copy of a memory onto itself (two parameters passed one tensor) moves nothing
+        first = self.n
+        self.n += m
         writes = info.writes
         if m == 1:  # plain Python ints: numpy per single tile costs more than it saves
             offs = [o[0].tolist() for o in offsets]
@@ -205,13 +246,14 @@ class TaskBuilder:
     def _class(self, call, info, elems, full) -> int:
         leaf = call.leaf
         dynamic = info.symbolic and not (self.vso and full)
-        key = (leaf.name, elems, dynamic, full, info.writes)
+        key = (leaf.name, elems, dynamic, full, info.writes, info.fractal)
         c = self.class_ids.get(key)
         if c is None:
             c = self.class_ids[key] = len(self.classes)
             self.classes.append(TaskClass(leaf, elems, dynamic, full,
-                                          tuple(elems[k] * info.itemsize[k] for k in info.reads),
-                                          tuple(elems[k] * info.itemsize[k] for k in info.writes)))
+                                          tuple(elems[k] * info.itemsize[k] * info.moved[k] for k in info.reads),
+                                          tuple(elems[k] * info.itemsize[k] * info.moved[k] for k in info.writes),
+                                          info.fractal))
         return c
 
 

@@ -154,3 +154,33 @@ def written_after_reshape(x: pypto.Tensor([8, 8], FP32), out: pypto.Tensor([4, 1
 def test_a_reshape_of_a_tensor_written_afterwards_stays_a_copy():
     x, out = rand((8, 8), seed=10), torch.zeros(4, 16)
     check_kernel(written_after_reshape, (x, out), x.reshape(4, 16), out=1)
+
+
+def _loop_cache_update(rows, blocks):
+    """DeepSeek's MLA prolog cache update in small: per 8-row tile of a loop, a result reshaped
+    (a plain reshape), reshaped again in place, and scattered into a cache updated in place."""
+    per = rows // blocks
+
+    @pypto.jit
+    def update(x: pypto.Tensor([rows, 4, 32], FP32), index: pypto.Tensor([rows, 1], pypto.DT_INT64),
+               cache: pypto.Tensor([64, 1, 1, 128], FP32), cache_out: pypto.Tensor([64, 1, 1, 128], FP32)):
+        for i in pypto.loop(blocks, name="LOOP_t", idx_name="i"):
+            pypto.set_vec_tile_shapes(per, 4, 32)
+            xs = pypto.mul(pypto.view(x, [per, 4, 32], [i * per, 0, 0]), 2.0)
+            flat = pypto.reshape(xs, [per, 128])
+            rows4 = pypto.reshape(flat, [per, 1, 1, 128], inplace=True)
+            idx = pypto.view(index, [per, 1], [i * per, 0])
+            pypto.set_vec_tile_shapes(per, 1, 1, 128)
+            cache_out[:] = pypto.scatter_update(cache, -2, idx, rows4)
+
+    return update
+
+
+def test_a_reshape_in_a_loop_body_keeps_the_numbers():
+    rows, blocks = 32, 4
+    x = rand((rows, 4, 32), torch.float32, seed=5)
+    index = torch.randperm(64)[:rows].reshape(rows, 1).to(torch.int64)
+    cache = rand((64, 1, 1, 128), torch.float32, seed=6)
+    expected = cache.clone()
+    expected.view(64, 128)[index.reshape(-1)] = (x * 2.0).reshape(rows, 128)
+    check_kernel(_loop_cache_update(rows, blocks), (x, index, cache, cache), expected, out=3)

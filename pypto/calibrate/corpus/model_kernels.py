@@ -76,8 +76,7 @@ def reading_inputs(kernel, *args, **kwargs) -> Simulation:
     program is walked reading those elements from the arguments, and no leaf runs. Any other
     element read runs the call in full (`replay.timing_only`)."""
     from ...runtime.control import Stitcher, walk
-    from ...runtime.scheduler import Replayer
-    from ..replay import timing_only
+    from ..replay import replayer, timing_only
 
     entry, tensors, env, *_ = kernel._lookup(args, kwargs, count=False)
     compiled = entry.compiled
@@ -103,7 +102,7 @@ def reading_inputs(kernel, *args, **kwargs) -> Simulation:
     except _Written:
         return timing_only(kernel, *args, **kwargs)
     stitcher.flush(marker=False)
-    return Simulation(Replayer(lowered, stitcher.stream, lowered.memory_key), runtime)
+    return Simulation(replayer(lowered, stitcher.stream, tensors), runtime)
 
 
 # ---- GLM-4.5 attention: the stitch tuning points ------------------------------------------------
@@ -200,24 +199,15 @@ _QIP_HOW = (f"upstream's models/deepseek_v32_exp/{QIP_FILE}.py and its _impl imp
             f"$PYPTO_UPSTREAM; lightning_indexer_prolog_quant on the file's {QIP_CASE} inputs (its gen_inputs, "
             "seed 7) and configs, caches updated in place as the file does, enable_slice=False as its test; ")
 
-# not fitted: the program simulated here is not the device's. The kernel updates its 64k-row key
-# cache in place (scatter_update(...) then .move into the same cache); this compiler lowers that as
-# a copy of the whole cache, 131,072 copy tasks, where the device writes the 8 updated rows.
-_QIP_EXCLUDED = ("the in-place key-cache update (scatter_update then .move into the same cache) is lowered here "
-                 "as a copy of the whole 64k-row cache (131,072 copy tasks) where the device writes the updated rows")
-
 case(id="pypto_quant_indexer_prolog_76us", family="model_kernel", kind="mixed", published_us=76.0, source=CASE_STUDY,
-     fit=False, excluded=_QIP_EXCLUDED,
      build=_quant_indexer_prolog(SQUARE_TILES, l1_reuse=False),
      how=_QIP_HOW + "the case study's first step (vector tiles fixed): cube tiles [128,128],[128,128],[128,128] for "
                     "the q, k and weight linear layers in the configs, and no cube_l1_reuse_setting (a pypto.jit copy "
                     "of the kernel with its other jit options)")
 case(id="pypto_quant_indexer_prolog_56us", family="model_kernel", kind="mixed", published_us=56.0, source=CASE_STUDY,
-     fit=False, excluded=_QIP_EXCLUDED,
      build=_quant_indexer_prolog(FINAL_TILES, l1_reuse=False),
      how=_QIP_HOW + "the second step (cube tiles tuned, as the file's configs): no cube_l1_reuse_setting (a pypto.jit "
                     "copy of the kernel with its other jit options)")
 case(id="pypto_quant_indexer_prolog_49us", family="model_kernel", kind="mixed", published_us=49.0, source=CASE_STUDY,
-     fit=False, excluded=_QIP_EXCLUDED,
      build=_quant_indexer_prolog(FINAL_TILES, l1_reuse=True),
      how=_QIP_HOW + "the final step: the file as it is (L1 reuse {'Query-Linear': 4} in the kernel's pass options)")
