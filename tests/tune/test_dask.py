@@ -29,9 +29,11 @@ def test_dask_sweep_gives_the_same_results_as_in_process(client):
     space = tune.space(SHAPE, TILE=[2048, 16, 32], options={"device_sched_mode": [0, 1]})
     here = tune.sweep(exp_rows, space, runner="inprocess")
     there = tune.sweep(exp_rows, space, client=client)
-    assert len(there) == len(here) == 6
-    by_key = {r.key: r for r in here}
-    for r in there:
+    # in-process, the tile that does not fit fails once (its other option combination is never
+    # run); on Dask both may be in flight before the first failure comes back
+    assert len(here) == 5 and 5 <= len(there) <= 6
+    by_key = {r.key: r for r in there}
+    for r in here:
         assert {f: getattr(r, f) for f in FIGURES} == {f: getattr(by_key[r.key], f) for f in FIGURES}
     assert there.best.key == here.best.key
     assert {r.worker for r in there} <= set(client.scheduler_info()["workers"])  # ran on the workers

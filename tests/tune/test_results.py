@@ -27,12 +27,12 @@ def test_csv_and_table_hold_every_trial():
     assert "failed" in table.splitlines()[2]
 
 
-def test_resume_from_json_skips_finished_trials(tmp_path):
-    store = str(tmp_path / "sweep.json")
+def test_resume_from_the_store_skips_finished_trials(tmp_path):
+    store = str(tmp_path / "sweep.jsonl")
     ran = []
     first = tune.sweep(exp_rows, SPACE, budget=4, store=store, runner="inprocess",
                        on_trial=lambda r, _: ran.append(r.config))
-    assert len(first) == 4 and len(json.load(open(store))["records"]) == 4
+    assert len(first) == 4 and len(open(store).read().splitlines()) == 1 + 4  # the key, then one line per trial
     resumed = []
     second = tune.sweep(exp_rows, SPACE, store=store, runner="inprocess",
                         on_trial=lambda r, _: resumed.append(r.config))
