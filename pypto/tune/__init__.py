@@ -17,11 +17,12 @@ hold the records (`results.py`); `render`/`apply` use the best (`render.py`). Co
 
 from .render import apply, render
 from .results import Results
-from .runner import DaskRunner, InProcessRunner, sweep
+from .runner import DaskRunner, InProcessRunner, SweepInterrupted, sweep
 from .search import GridSearch, OptunaSearch, RandomSearch
 from .source import KernelSource
-from .space import Space, space
+from .space import Space, memory_names as space_memory, space
 from .trial import Evaluator, TrialRecord
 
 __all__ = ["DaskRunner", "Evaluator", "GridSearch", "InProcessRunner", "KernelSource", "OptunaSearch",
-           "RandomSearch", "Results", "Space", "TrialRecord", "apply", "render", "space", "sweep"]
+           "RandomSearch", "Results", "Space", "SweepInterrupted", "TrialRecord", "apply", "render", "space",
+           "space_memory", "sweep"]

@@ -174,7 +174,7 @@ class Evaluator:
                                     f"{call}: {_error_text(e)}", param="baseline",
                                     expected="a baseline that runs on the space's shapes", got=_error_text(e)) from e
             written = [i for i, (a, p) in enumerate(zip(args, pristine)) if not torch.equal(a, p)]
-            returned = _returned(result)
+            returned = _returned(result, args)
             if not written and not returned:
                 raise BaselineError(f"the baseline ({describe_baseline(self.baseline)}) wrote no output and "
                                     f"returned none on call shape {call}: there is nothing to check trials "
@@ -239,7 +239,7 @@ class Evaluator:
                      current_machine(), compiled.compile_seconds, _ub_bytes(compiled))
         t0 = time.perf_counter()
         written, want, want_returned = reference
-        v.numbers_match = _same([args[i] for i in written] + _returned(result), want + want_returned)
+        v.numbers_match = _same([args[i] for i in written] + _returned(result, args), want + want_returned)
         v.check_seconds = time.perf_counter() - t0
         return v
 
@@ -324,14 +324,13 @@ def check_baseline(kernel, space: Space, baseline) -> None:
                             hint="the kernel's defaults are the reference when every tuned parameter has one")
 
 
-def _returned(result) -> list:
+def _returned(result, args) -> list:
+    """The tensors ``result`` holds, less the arguments themselves (``out.copy_(...)`` returns
+    ``out``: already compared as a written argument)."""
     import torch
 
-    if isinstance(result, torch.Tensor):
-        return [result]
-    if isinstance(result, (list, tuple)):
-        return [r for r in result if isinstance(r, torch.Tensor)]
-    return []
+    items = [result] if isinstance(result, torch.Tensor) else list(result) if isinstance(result, (list, tuple)) else []
+    return [r for r in items if isinstance(r, torch.Tensor) and not any(r is a for a in args)]
 
 
 def _simulated(v: _Version, runtime: dict):
