@@ -189,6 +189,7 @@ class _Pruned:
     def __init__(self, inner, space: Space, finished=()):
         self.inner, self.space = inner, space
         self.pruned = 0
+        self._peeked = None
         self.bad_parts: set = set()
         for r in finished:
             self._learn(r)
@@ -197,7 +198,19 @@ class _Pruned:
         if record.status == MISMATCH or record.extra.get("stage") == "compile":
             self.bad_parts.add(config_key(compile_part(record.config)))
 
+    def peek(self):
+        """The next configuration without taking it (None: nothing is left to run)."""
+        if self._peeked is None:
+            self._peeked = self._next()
+        return self._peeked
+
     def ask(self):
+        if self._peeked is not None:
+            config, self._peeked = self._peeked, None
+            return config
+        return self._next()
+
+    def _next(self):
         while True:
             config = self.inner.ask()
             if config is None:
@@ -252,6 +265,9 @@ def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, s
     try:
         chosen = _Pruned(make_strategy(strategy, space, seed, finished=list(results.records), budget=budget),
                          space, results.records)
+        if runner == "dask" and ((budget is not None and len(results) >= budget) or chosen.peek() is None):
+            results.pruned = chosen.pruned  # a finished sweep resumed: no cluster to start for it
+            return results
         if runner == "dask":
             kernel_source = KernelSource.of(kernel, text=source)
             refuse_unguarded_script(kernel_source)

@@ -126,3 +126,15 @@ def test_a_sweep_on_a_scheduler_and_workers_started_as_separate_processes(tmp_pa
                 p.wait(20)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def test_a_finished_dask_sweep_resumed_starts_no_cluster(tmp_path, monkeypatch):
+    store = str(tmp_path / "done.jsonl")
+    space = tune.space(SHAPE, TILE=[16, 32])
+    done = tune.sweep(exp_rows, space, runner="inprocess", store=store)
+
+    def no_cluster(*a, **k):
+        raise AssertionError("a cluster was started for a sweep with nothing left to run")
+    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    again = tune.sweep(exp_rows, space, store=store)  # runner="dask" by default
+    assert [r.to_dict() for r in again] == [r.to_dict() for r in done]
