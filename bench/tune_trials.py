@@ -54,6 +54,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     p.add_argument("--rows", type=int, default=1024)
+    p.add_argument("--seq", type=int, default=256)
     a = p.parse_args()
     import torch
 
@@ -74,9 +75,21 @@ def main():
         print(f"{'':44} store {os.path.getsize(store) / 1e6:.1f} MB, {len(os.listdir(d))} file(s) in its folder")
     tiles = tune.space(shape, TILE=[8, 16, 32, 64, 128, 256, 512])
     results = timed("tile trials (compile + run + check + simulate)", exp_rows, tiles)
+    _shares(results)
+    from pypto.tune.source import KernelSource
+
+    fa = KernelSource(name="flash_attention", path=os.path.join(ROOT, "examples", "flash_attention.py")).load()
+    fa_shape = {name: (1, a.seq, 64) for name in ("q", "k", "v", "out")}
+    print(f"# flash attention, batch 1, seq {a.seq}, D 64")
+    timed("runtime options (4 x 5), in-process", fa,
+          tune.space(fa_shape, options={"device_sched_mode": [0, 1, 2, 3], "launch_sched_aicpu_num": [1, 2, 3, 4, 5]}))
+    _shares(timed("tile trials BQ x BK", fa, tune.space(fa_shape, BQ=[16, 32, 64, 128], BK=[32, 64, 128])))
+
+
+def _shares(results):
     for r in results:
         sim = r.seconds - (r.compile_seconds or 0) - (r.check_seconds or 0)
-        print(f"  TILE {r.config['TILE']:4d} {r.status:8} compile {r.compile_seconds or 0:.3f} s  "
+        print(f"  {str(r.config):28} {r.status:8} compile {r.compile_seconds or 0:.3f} s  "
               f"check {(r.check_seconds or 0) * 1e3:7.2f} ms  trial {r.seconds:.3f} s (rest {sim:.3f} s)")
 
 
