@@ -26,6 +26,6 @@ from .source import KernelSource
 from .space import Space, memory_names as space_memory, space
 from .trial import Evaluator, TrialRecord
 
-__all__ = ["Autotuned", "autotune", "cache_dir", "DaskRunner", "Evaluator", "GridSearch", "InProcessRunner", "KernelSource", "OptunaSearch",
-           "RandomSearch", "Results", "Space", "SweepInterrupted", "TrialRecord", "apply", "render", "space",
-           "space_memory", "sweep"]
+__all__ = ["Autotuned", "DaskRunner", "Evaluator", "GridSearch", "InProcessRunner", "KernelSource",
+           "OptunaSearch", "RandomSearch", "Results", "Space", "SweepInterrupted", "TrialRecord", "apply",
+           "autotune", "cache_dir", "render", "space", "space_memory", "sweep"]

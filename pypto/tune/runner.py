@@ -11,10 +11,8 @@ import time
 
 from .results import Results
 from .search import make_strategy
-from .space import Space
-from .source import KernelSource
-from .space import compile_part, config_key
-from .source import refuse_unguarded_script
+from .space import Space, compile_part, config_key
+from .source import KernelSource, refuse_unguarded_script
 from .trial import FAILED, MISMATCH, Evaluator, TrialRecord
 
 _EVALUATORS: dict = {}  # on a worker: (source, space, seed) -> Evaluator, kept between trials
@@ -121,7 +119,8 @@ class DaskRunner:
                 if stop is not None and stop.is_set():
                     results.interrupted = True
                     break
-                if (budget is not None and submitted >= budget) or (deadline is not None and time.monotonic() >= deadline):
+                if (budget is not None and submitted >= budget) or \
+                        (deadline is not None and time.monotonic() >= deadline):
                     break
                 config = strategy.ask()
                 if config is None:
@@ -131,7 +130,8 @@ class DaskRunner:
                 submitted += 1
             if not numbered:
                 return False
-            future = self.client.submit(run_trials, self.source, space, numbered, self.seed, self.baseline, pure=False,
+            future = self.client.submit(run_trials, self.source, space, numbered, self.seed, self.baseline,
+                                        pure=False,
                                         retries=self.retries, key=f"pypto-tune-{numbered[0][0]}-{os.urandom(4).hex()}")
             batches[future.key] = numbered
             pending.add(future)

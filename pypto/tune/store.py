@@ -37,9 +37,11 @@ class Journal:
         header, records = read(path)
         _drop_torn_tail(path)
         if header.get("key") != _plain(key):
-            raise OptionError(f"store {path} holds another sweep: {key_difference(header.get('key') or {}, _plain(key))}",
+            stored = header.get("key") or {}
+            raise OptionError(f"store {path} holds another sweep: {key_difference(stored, _plain(key))}",
                               param="store", expected="a store written by a sweep of this kernel, shapes, "
-                              "space, machine and baseline", got=f"a store of {header['key'].get('kernel', {}).get('name')}",
+                              "space, machine and baseline",
+                              got=f"a store of {stored.get('kernel', {}).get('name')}",
                               hint="give another store= file for this sweep (its trials are not this sweep's)")
         return journal, records
 

@@ -114,10 +114,9 @@ def test_a_background_sweep_cancels_keeps_its_store_and_resumes(called, tmp_path
     panel = SweepPanel(called)
     panel.space_text.value = "TILE=16,32; device_sched_mode=0,1,2,3"
     panel.store.value = str(tmp_path / "tab.jsonl")
-    gate = threading.Event()
     seen = []
 
-    def slow(record, results):  # cancel after the second trial, from "the user"
+    def slow(record, results):  # the user presses cancel after the second trial
         seen.append(record.number)
         if len(seen) == 2:
             panel.cancel()
@@ -128,7 +127,6 @@ def test_a_background_sweep_cancels_keeps_its_store_and_resumes(called, tmp_path
     results = panel.wait(60)
     assert not thread.is_alive() and results.interrupted and len(results) == 2
     assert "cancelled after 2 trial(s)" in panel.message.value and panel.cancel_button.disabled
-    gate.set()
     panel._trial_done = real
     resumed = panel.start()
     assert len(resumed) == 8 and len({r.number for r in resumed}) == 8 and not resumed.interrupted
