@@ -63,6 +63,9 @@ def main(argv=None) -> int:
                    help="candidates of a runtime option (or pass.<name>)")
     p.add_argument("--dtype", action="append", default=[], metavar="NAME=fp16",
                    help="dtype of a tensor parameter whose annotation has none (default fp32)")
+    p.add_argument("--baseline", action="append", default=[], metavar="NAME=VALUE",
+                   help="the configuration whose numbers every trial is checked against (default: the "
+                   "kernel's defaults); repeat for each name")
     p.add_argument("--strategy", default="grid", help="grid, random or tpe (default grid)")
     p.add_argument("--budget", type=int, default=None, help="at most this many trials")
     p.add_argument("--seconds", type=float, default=None, help="stop submitting trials after this long")
@@ -81,7 +84,9 @@ def main(argv=None) -> int:
     sp = space(parse_shapes(a.shape), params={n: _values(v) for n, v in map(lambda s: _pair(s, "--param"), a.param)},
                options={n: _values(v) for n, v in map(lambda s: _pair(s, "--option"), a.option)},
                dtypes=dict(_pair(d, "--dtype") for d in a.dtype))
+    baseline = {n: _values(v)[0] for n, v in map(lambda s: _pair(s, "--baseline"), a.baseline)} or None
     results: Results = sweep(kernel, sp, strategy=a.strategy, budget=a.budget, seconds=a.seconds,
+                             baseline=baseline,
                              runner="inprocess" if a.inprocess else "dask", scheduler_address=a.scheduler,
                              n_workers=a.workers, store=a.store, seed=a.seed,
                              source=_text(source))

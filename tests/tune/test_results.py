@@ -88,6 +88,20 @@ def test_cli_prints_the_table_and_the_best(tmp_path, capsys):
                                                                        {"x": (3, 2), "out": (3, 2)}]
 
 
+def test_cli_checks_against_a_given_baseline(capsys):
+    from pathlib import Path
+
+    from pypto.tune.cli import run
+
+    kernel = f"{Path(__file__).with_name('tune_kernels.py')}:first_rows"
+    args = [kernel, "--shape", "x=64,128", "--shape", "out=64,128", "--param", "TILE=16,32", "--param", "STEP=1,2",
+            "--inprocess"]
+    assert run(args) == 2 and "have no default" in capsys.readouterr().err
+    assert run(args + ["--baseline", "TILE=32", "--baseline", "STEP=1"]) == 0
+    printed = capsys.readouterr().out
+    assert "mismatch" in printed and "best: #" in printed
+
+
 def test_cli_reports_a_bad_kernel_name_without_a_traceback(capsys):
     from pypto.tune.cli import run
 
