@@ -284,8 +284,10 @@ Which block sizes and runtime options make a kernel fastest? Upstream answers th
 hand. Here the timing simulator gives a makespan for any configuration, so `pypto.tune` can search
 for it: it compiles a version only when a compile-affecting value (a tile parameter, a pass option)
 changes, re-simulates the cached call for runtime-only options, and checks each compiled version's
-numbers against the kernel's default configuration once, so a tile choice that breaks the numbers
-is rejected, not ranked."""),
+numbers once against a baseline (`baseline=`: a configuration or a torch function; by default the
+kernel's defaults; a sweep with neither is refused), comparing the outputs the baseline writes,
+exactly first, so a tile choice that breaks the numbers, or leaves part of an output unwritten, is
+rejected, not ranked."""),
         ("code", SETUP + """
 import sys, pathlib, tempfile
 sys.path.insert(0, str(pathlib.Path.cwd().parent / "examples"))
@@ -369,18 +371,52 @@ With the AICPU thread count added the space has 432 configurations; optuna's TPE
 sampled = tune.sweep(fa.flash_attention, big, strategy="tpe", budget=40, seed=0, runner="inprocess")
 print(f"{len(sampled)} of {big.size} configurations tried; best {sampled.best.makespan_cycles} cycles:",
       sampled.best.config)"""),
-        ("md", """## Results: CSV, and a JSON file to resume from
+        ("md", """## Results: CSV, and a store to resume from
 
-`results.to_csv()` gives one row per trial (failed ones with their error). With `store=`, the
-results are rewritten to a JSON file after every trial; running the same sweep again skips the
-finished trials (the budget counts them: 20 in all)."""),
-        ("code", """store = str(pathlib.Path(tempfile.mkdtemp()) / "sweep.json")
+`results.to_csv()` gives one row per trial (failed ones with their error). With `store=`, each
+trial is appended to a journal (one JSON line per trial, after a first line naming what the
+results depend on: the kernel and a hash of its source, the shapes, the space, the machine model
+and the baseline). Running the same sweep again skips the finished trials (the budget counts
+them: 20 in all), with new trial numbers; a sweep of other shapes into the same file is refused,
+never answered from trials of another problem."""),
+        ("code", """store = str(pathlib.Path(tempfile.mkdtemp()) / "sweep.jsonl")
 first = tune.sweep(fa.flash_attention, space, budget=10, store=store, runner="inprocess")
 new = []
 again = tune.sweep(fa.flash_attention, space, budget=20, store=store, runner="inprocess",
                    on_trial=lambda r, _: new.append(r))
-print(len(first), "trials, then", len(new), "more on resume:", len(again), "in the file")
-print(again.to_csv().splitlines()[0])"""),
+print(len(first), "trials, then", len(new), "more on resume:", len(again), "in the file; numbers unique:",
+      len({r.number for r in again}) == len(again))
+print(again.to_csv().splitlines()[0])
+other = tune.space({name: (1, 128, 64) for name in ("q", "k", "v", "out")}, BQ=[16, 32, 64, 128],
+                   BK=[32, 64, 128], options={"device_sched_mode": [0, 1, 2, 3], "stitch_function_max_num": [8, 128]})
+try:
+    tune.sweep(fa.flash_attention, other, store=store, runner="inprocess")
+except pypto.PyptoError as e:
+    print(str(e).splitlines()[0])"""),
+        ("md", """## Kernels that remember their best
+
+`tune.autotune` wraps a kernel: the first call with a new key (here the shape of `q`) runs a sweep
+on that call's shapes, or reads the best from the cache folder (the user's cache folder, or
+`$PYPTO_TUNE_CACHE_DIR`), then every call runs the kernel compiled with it. A second process with
+the same kernel, candidates and key reads the stored best at once, without sweeping."""),
+        ("code", """import os, subprocess
+os.environ["PYPTO_TUNE_CACHE_DIR"] = tempfile.mkdtemp()  # a fresh cache for this notebook
+candidates = dict(BQ=[32, 64], BK=[64, 128], options={"device_sched_mode": [0, 1]}, key=["q"])
+auto = tune.autotune(**candidates)(fa.flash_attention)
+auto(q, k, v, out)
+print("matches torch:", torch.allclose(out, fa.reference(q, k, v), atol=1e-4), "| sweeps here:", auto.sweeps)
+for e in auto.cache_info():
+    print(e.source, e.key, e.config, e.makespan_cycles, "cycles")
+second = "\\n".join([
+    "import sys, pathlib, torch",
+    "sys.path.insert(0, str(pathlib.Path.cwd().parent / 'examples'))",
+    "import pypto.tune as tune, flash_attention as fa",
+    f"auto = tune.autotune(**{candidates!r})(fa.flash_attention)",
+    "q, k, v = (torch.randn(1, 256, 64) for _ in range(3)); out = torch.zeros(1, 256, 64)",
+    "auto(q, k, v, out)",
+    "[e] = auto.cache_info()",
+    "print('second process: sweeps', auto.sweeps, '| from', e.source, '|', e.config)"])
+print(subprocess.run([sys.executable, "-c", second], capture_output=True, text=True).stdout.strip())"""),
         ("md", """## On a cluster, and from the command line
 
 Trials are independent, so they spread over Dask workers. By default `tune.sweep` starts an
@@ -397,15 +433,19 @@ results = tune.sweep(fa.flash_attention, big, scheduler_address="tcp://host:8786
 python -m pypto.tune examples/flash_attention.py:flash_attention \\
     --shape q=1,256,64 --shape k=1,256,64 --shape v=1,256,64 --shape out=1,256,64 \\
     --param BQ=16,32,64,128 --param BK=32,64,128 --option device_sched_mode=0,1,2,3 \\
-    --strategy tpe --budget 200 --scheduler tcp://host:8786 --store sweep.json
+    --strategy tpe --budget 200 --scheduler tcp://host:8786 --store sweep.jsonl
 ```
+
+In a script, put the sweep under `if __name__ == "__main__":` (workers import the script to load
+the kernel); a Dask sweep called at a script's top level is refused before any worker starts.
 
 ## In the lab
 
 The dashboard's Sweep tab runs a sweep on the shapes of the kernel's last call (edit the
-candidates, press *run sweep*), with a progress bar, a sortable table, makespan against each
-parameter, a Pareto view (makespan against compile time or UB usage), and a button that opens the
-best trial's timeline beside the current one."""),
+candidates, press *run sweep*) in the background, in this process or on Dask, with a progress bar,
+*cancel*, a store to resume from, a sortable table, makespan against each parameter, a Pareto
+view (makespan against compile time, UB usage or device tasks), and a button that opens the best
+trial's timeline beside the current one."""),
         ("code", IGNORE + """pypto_lab.show(fa.flash_attention, tabs="sweep,timeline")"""),
     ],
 }

@@ -12,16 +12,20 @@ simulated makespan, in this process or on a Dask cluster.
 changes and otherwise re-simulates the cached call (`trial.py`); strategies choose the next
 configuration (`search.py`); runners execute trials here or on Dask (`runner.py`); `Results`
 hold the records (`results.py`); `render`/`apply` use the best (`render.py`). Command line:
-``python -m pypto.tune module:kernel --shape x=4096,512 ...`` (`cli.py`).
+``python -m pypto.tune module:kernel --shape x=4096,512 ...`` (`cli.py`). `autotune` makes a kernel
+tune itself per key and remember the best on disk (`autotune.py`). A sweep's ``store`` is a
+journal keyed by what its results depend on (`store.py`, `key.py`).
 """
 
+from .autotune import Autotuned, autotune, cache_dir
 from .render import apply, render
 from .results import Results
-from .runner import DaskRunner, InProcessRunner, sweep
+from .runner import DaskRunner, InProcessRunner, SweepInterrupted, sweep
 from .search import GridSearch, OptunaSearch, RandomSearch
 from .source import KernelSource
-from .space import Space, space
+from .space import Space, memory_names as space_memory, space
 from .trial import Evaluator, TrialRecord
 
-__all__ = ["DaskRunner", "Evaluator", "GridSearch", "InProcessRunner", "KernelSource", "OptunaSearch",
-           "RandomSearch", "Results", "Space", "TrialRecord", "apply", "render", "space", "sweep"]
+__all__ = ["Autotuned", "DaskRunner", "Evaluator", "GridSearch", "InProcessRunner", "KernelSource",
+           "OptunaSearch", "RandomSearch", "Results", "Space", "SweepInterrupted", "TrialRecord", "apply",
+           "autotune", "cache_dir", "render", "space", "space_memory", "sweep"]

@@ -4,7 +4,7 @@ command line, print the table and the best configuration.
     python -m pypto.tune examples/flash_attention.py:flash_attention \\
         --shape q=1,256,64 --shape k=1,256,64 --shape v=1,256,64 --shape out=1,256,64 \\
         --param bq=16,32,64 --option device_sched_mode=0,1,2,3 --budget 200 --strategy tpe \\
-        --scheduler tcp://host:8786 --store sweep.json
+        --scheduler tcp://host:8786 --store sweep.jsonl
 
 A name given twice in ``--shape`` starts the next call shape (each configuration runs them all).
 """
@@ -63,13 +63,17 @@ def main(argv=None) -> int:
                    help="candidates of a runtime option (or pass.<name>)")
     p.add_argument("--dtype", action="append", default=[], metavar="NAME=fp16",
                    help="dtype of a tensor parameter whose annotation has none (default fp32)")
+    p.add_argument("--baseline", action="append", default=[], metavar="NAME=VALUE",
+                   help="the configuration whose numbers every trial is checked against (default: the "
+                   "kernel's defaults); repeat for each name")
     p.add_argument("--strategy", default="grid", help="grid, random or tpe (default grid)")
     p.add_argument("--budget", type=int, default=None, help="at most this many trials")
     p.add_argument("--seconds", type=float, default=None, help="stop submitting trials after this long")
     p.add_argument("--scheduler", default=None, help="a Dask scheduler address (tcp://host:8786)")
     p.add_argument("--workers", type=int, default=None, help="workers of the embedded LocalCluster")
     p.add_argument("--inprocess", action="store_true", help="run trials in this process (no Dask)")
-    p.add_argument("--store", default=None, help="JSON file of the results (resumed if it exists)")
+    p.add_argument("--store", default=None, help="journal file of the trials (JSON lines; resumed if it "
+                   "exists and was written by this same sweep, refused if by another)")
     p.add_argument("--csv", default=None, help="also write the results as CSV here")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--top", type=int, default=10, help="rows of the printed table")
@@ -80,7 +84,9 @@ def main(argv=None) -> int:
     sp = space(parse_shapes(a.shape), params={n: _values(v) for n, v in map(lambda s: _pair(s, "--param"), a.param)},
                options={n: _values(v) for n, v in map(lambda s: _pair(s, "--option"), a.option)},
                dtypes=dict(_pair(d, "--dtype") for d in a.dtype))
+    baseline = {n: _values(v)[0] for n, v in map(lambda s: _pair(s, "--baseline"), a.baseline)} or None
     results: Results = sweep(kernel, sp, strategy=a.strategy, budget=a.budget, seconds=a.seconds,
+                             baseline=baseline,
                              runner="inprocess" if a.inprocess else "dask", scheduler_address=a.scheduler,
                              n_workers=a.workers, store=a.store, seed=a.seed,
                              source=_text(source))
@@ -117,6 +123,9 @@ def run(argv=None) -> int:
     except PyptoError as e:
         print(f"python -m pypto.tune: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # SweepInterrupted says what the store keeps
+        print(f"python -m pypto.tune: {e or 'interrupted'}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The results of a sweep: a list of `TrialRecord`s with the best one, a text table, CSV, and a
-JSON file that is rewritten after every trial so an interrupted sweep can be resumed."""
+"""The results of a sweep: a list of `TrialRecord`s with the best one, the Pareto set, a text
+table, CSV and JSON; with a store (`store.Journal`) every trial is appended as it finishes, so an
+interrupted sweep resumes where it stopped."""
 
 from __future__ import annotations
 
@@ -19,10 +20,14 @@ class Results:
     """Trial records in the order they finished. ``best`` is the ok trial with the smallest
     makespan (ties: the earlier trial); failed and mismatching trials are kept, never ranked."""
 
-    def __init__(self, records=(), kernel: str = "", space: dict | None = None, path: str | None = None):
+    def __init__(self, records=(), kernel: str = "", space: dict | None = None, path: str | None = None,
+                 journal=None):
         self.records: list = list(records)
         self.kernel, self.space, self.path = kernel, space or {}, path
+        self.journal = journal  # a store.Journal: each added record is appended to it
         self.evaluator = None  # the in-process runner's Evaluator (re-simulates a trial's timeline)
+        self.pruned = 0  # configurations a constraint ruled out (never compiled nor run)
+        self.interrupted = False  # the sweep was stopped (Ctrl-C, or stop= was set) before its end
 
     def __len__(self) -> int:
         return len(self.records)
@@ -34,10 +39,16 @@ class Results:
         return self.records[i]
 
     def add(self, record: TrialRecord) -> None:
-        """Append ``record`` and, with a ``path``, rewrite the JSON file."""
+        """Append ``record`` (and to the store, one line)."""
         self.records.append(record)
-        if self.path:
-            self.save(self.path)
+        if self.journal is not None:
+            self.journal.append(record.to_dict())
+
+    @property
+    def next_number(self) -> int:
+        """The number of the next trial: after every number used so far (a resumed sweep whose
+        in-flight trials never finished has gaps; numbers are never reused)."""
+        return max((r.number for r in self.records), default=-1) + 1
 
     @property
     def ok(self) -> list:
@@ -50,6 +61,19 @@ class Results:
     @property
     def best(self) -> TrialRecord | None:
         return min(self.ok, key=lambda r: (r.makespan_cycles, r.number), default=None)
+
+    def pareto(self, objectives=("makespan_cycles", "device_tasks")) -> list:
+        """The ok trials that no other ok trial beats on every one of ``objectives`` (figures,
+        all minimised), ordered by the first; ties keep the earlier trial only."""
+        pts = [r for r in self.ok if all(getattr(r, o) is not None for o in objectives)]
+        values = {id(r): tuple(getattr(r, o) for o in objectives) for r in pts}
+        pts.sort(key=lambda r: (values[id(r)], r.number))
+        front: list = []
+        for r in pts:
+            v = values[id(r)]
+            if not any(all(a <= b for a, b in zip(values[id(f)], v)) for f in front):
+                front.append(r)
+        return front
 
     def sorted(self, by: str = "makespan_cycles", descending: bool = False) -> list:
         """Records ordered by a figure (or ``number``/``status``, or a configuration name); records
@@ -119,22 +143,41 @@ class Results:
                 "records": [r.to_dict() for r in self.records]}
 
     def save(self, path: str) -> str:
-        """Write the JSON file (atomically: a sweep killed mid-write keeps the previous file)."""
-        tmp = f"{path}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.to_json(), f, default=str)
-        os.replace(tmp, path)
+        """Export every record as one JSON file (atomically: written to a fresh temporary file
+        beside it, then renamed; an interrupted save leaves the previous file and no temporary)."""
+        import tempfile
+
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(os.path.abspath(path)))
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self.to_json(), f, default=str)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
         return path
 
     @classmethod
     def load(cls, path: str) -> "Results":
-        """The results stored at ``path`` (``path`` stays attached: new trials are appended)."""
+        """The results at ``path``: a sweep's store (a journal) or a file written by `save`."""
         from ..errors import OptionError
+        from .store import read
 
+        with open(path, "rb") as f:
+            first = f.readline()
+        try:
+            head = json.loads(first)
+        except ValueError:
+            head = None
+        if isinstance(head, dict) and "format" in head:  # a journal
+            header, records = read(path)
+            key = header.get("key") or {}
+            return cls([TrialRecord.from_dict(d) for d in records], key.get("kernel", {}).get("name", ""),
+                       key.get("space"), path)
         with open(path) as f:
             data = json.load(f)
         if data.get("version") != FORMAT_VERSION:
-            raise OptionError(f"{path} is not a pypto.tune results file of this version", param="store",
+            raise OptionError(f"{path} is not a pypto.tune results file of this version", param="path",
                               expected=f"version {FORMAT_VERSION}", got=repr(data.get("version")))
         return cls([TrialRecord.from_dict(d) for d in data["records"]], data.get("kernel", ""),
                    data.get("space"), path)

@@ -11,25 +11,27 @@ import time
 
 from .results import Results
 from .search import make_strategy
-from .space import Space
-from .source import KernelSource
-from .trial import FAILED, Evaluator, TrialRecord
+from .space import Space, compile_part, config_key
+from .source import KernelSource, refuse_unguarded_script
+from .trial import FAILED, MISMATCH, Evaluator, TrialRecord
 
 _EVALUATORS: dict = {}  # on a worker: (source, space, seed) -> Evaluator, kept between trials
 _KEEP_EVALUATORS = 4
 
 
-def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0) -> list:
+def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0, baseline=None) -> list:
     """Trials on a worker: load the kernel by its source (once per process) and evaluate each
     ``(number, config)`` of ``numbered``; the worker keeps its compiled versions between calls."""
     import json
 
-    key = (source, json.dumps(space, sort_keys=True), seed)
+    from .key import describe_baseline
+
+    key = (source, json.dumps(space, sort_keys=True), seed, describe_baseline(baseline))
     evaluator = _EVALUATORS.get(key)
     if evaluator is None:
         while len(_EVALUATORS) >= _KEEP_EVALUATORS:  # a long-lived worker serves many sweeps
             _EVALUATORS.pop(next(iter(_EVALUATORS)))
-        evaluator = _EVALUATORS[key] = Evaluator(source.load(), Space.from_dict(space), seed)
+        evaluator = _EVALUATORS[key] = Evaluator(source.load(), Space.from_dict(space), seed, baseline=baseline)
     return [evaluator.evaluate(config, number) for number, config in numbered]
 
 
@@ -37,12 +39,22 @@ class InProcessRunner:
     """Trials one after another in this process (``evaluator`` keeps the compiled versions; the
     lab re-simulates the best trial's timeline from it)."""
 
-    def __init__(self, kernel, space: Space, seed: int = 0):
-        self.evaluator = Evaluator(kernel, space, seed)
+    def __init__(self, kernel, space: Space, seed: int = 0, baseline=None):
+        self.evaluator = Evaluator(kernel, space, seed, baseline=baseline)
 
-    def run(self, strategy, results: Results, budget: int | None, deadline: float | None, on_trial) -> None:
-        number = len(results)
-        while (budget is None or number < budget) and (deadline is None or time.monotonic() < deadline):
+    def check(self) -> None:
+        """Refuse before the first trial: a missing shape, or a baseline that does not run."""
+        self.evaluator.check_shapes()
+        for call in range(len(self.evaluator.space.shapes)):
+            self.evaluator.reference(call)
+
+    def run(self, strategy, results: Results, budget: int | None, deadline: float | None, on_trial,
+            stop=None) -> None:
+        number = results.next_number
+        while (budget is None or len(results) < budget) and (deadline is None or time.monotonic() < deadline):
+            if stop is not None and stop.is_set():
+                results.interrupted = True
+                break
             config = strategy.ask()
             if config is None:
                 break
@@ -63,10 +75,11 @@ class DaskRunner:
 
     def __init__(self, source: KernelSource, space: Space, seed: int = 0, scheduler_address: str | None = None,
                  n_workers: int | None = None, client=None, retries: int = 2, in_flight: int | None = None,
-                 chunk: int = 8):
+                 chunk: int = 8, baseline=None):
         from distributed import Client, LocalCluster
 
         self.source, self.space, self.seed, self.retries = source, space, seed, retries
+        self.baseline = baseline
         self._own = []
         if client is None:
             if scheduler_address:
@@ -82,32 +95,43 @@ class DaskRunner:
         self.in_flight = in_flight or 2 * self.workers
         self.chunk = max(1, chunk)
 
-    def run(self, strategy, results: Results, budget: int | None, deadline: float | None, on_trial) -> None:
+    def check(self) -> None:
+        pass  # the workers check (a trial that cannot be checked fails, saying why)
+
+    def run(self, strategy, results: Results, budget: int | None, deadline: float | None, on_trial,
+            stop=None) -> None:
         from distributed import as_completed
 
         space = self.space.to_dict()
-        number = len(results)
+        number = results.next_number
+        submitted = len(results)
         pending = as_completed()
         batches: dict = {}
         # a few trials per Dask task amortise its overhead (a re-simulation takes milliseconds);
         # never more than an even share of what is left, so every worker gets some
-        left = (self.space.size if budget is None else min(budget, self.space.size)) - number
+        left = (self.space.size if budget is None else min(budget, self.space.size)) - len(results)
         chunk = max(1, min(self.chunk, left // (2 * self.workers)))
 
         def submit() -> bool:
-            nonlocal number
+            nonlocal number, submitted
             numbered = []
             while len(numbered) < chunk:
-                if (budget is not None and number >= budget) or (deadline is not None and time.monotonic() >= deadline):
+                if stop is not None and stop.is_set():
+                    results.interrupted = True
+                    break
+                if (budget is not None and submitted >= budget) or \
+                        (deadline is not None and time.monotonic() >= deadline):
                     break
                 config = strategy.ask()
                 if config is None:
                     break
                 numbered.append((number, config))
                 number += 1
+                submitted += 1
             if not numbered:
                 return False
-            future = self.client.submit(run_trials, self.source, space, numbered, self.seed, pure=False,
+            future = self.client.submit(run_trials, self.source, space, numbered, self.seed, self.baseline,
+                                        pure=False,
                                         retries=self.retries, key=f"pypto-tune-{numbered[0][0]}-{os.urandom(4).hex()}")
             batches[future.key] = numbered
             pending.add(future)
@@ -115,6 +139,13 @@ class DaskRunner:
 
         while len(batches) < self.in_flight and submit():
             pass
+        try:
+            self._collect(pending, batches, strategy, results, on_trial, submit)
+        finally:
+            for future in list(pending.futures):  # interrupted: what is still queued is dropped
+                future.cancel()
+
+    def _collect(self, pending, batches, strategy, results, on_trial, submit) -> None:
         for future in pending:
             numbered = batches.pop(future.key)
             try:
@@ -140,40 +171,125 @@ def _finish(record, strategy, results, on_trial) -> None:
         on_trial(record, results)
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep: the finished trials are kept (in the store, if any); ``results``
+    holds them. Running the same sweep with the same store resumes it."""
+
+    def __init__(self, message: str, results):
+        super().__init__(message)
+        self.results = results
+
+
+class _Pruned:
+    """A strategy's proposals less those that need not run: configurations breaking the space's
+    constraints, and those of a compiled version already known to fail or to give other numbers
+    (a tile that does not fit is one failed trial, not one per runtime option combination). The
+    inner strategy is told they failed, so a sampler learns; they are not trials."""
+
+    def __init__(self, inner, space: Space, finished=()):
+        self.inner, self.space = inner, space
+        self.pruned = 0
+        self._peeked = None
+        self.bad_parts: set = set()
+        for r in finished:
+            self._learn(r)
+
+    def _learn(self, record) -> None:
+        if record.status == MISMATCH or record.extra.get("stage") == "compile":
+            self.bad_parts.add(config_key(compile_part(record.config)))
+
+    def peek(self):
+        """The next configuration without taking it (None: nothing is left to run)."""
+        if self._peeked is None:
+            self._peeked = self._next()
+        return self._peeked
+
+    def ask(self):
+        if self._peeked is not None:
+            config, self._peeked = self._peeked, None
+            return config
+        return self._next()
+
+    def _next(self):
+        while True:
+            config = self.inner.ask()
+            if config is None:
+                return None
+            bad = config_key(compile_part(config)) in self.bad_parts
+            if not bad and self.space.allows(config):
+                return config
+            self.pruned += 0 if bad else 1
+            self.inner.tell(TrialRecord(-1, config, status=FAILED, error="pruned"))
+
+    def tell(self, record) -> None:
+        self._learn(record)
+        self.inner.tell(record)
+
+
 def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, seconds: float | None = None,
           runner: str = "dask", scheduler_address: str | None = None, n_workers: int | None = None,
           client=None, store: str | None = None, source: str | None = None, seed: int = 0, on_trial=None,
-          retries: int = 2) -> Results:
+          retries: int = 2, baseline=None, stop=None) -> Results:
     """Search ``space`` for the configuration of ``kernel`` with the smallest simulated makespan.
 
-    ``strategy``: ``"grid"`` (every configuration), ``"random"``, ``"tpe"`` (optuna's TPE sampler)
-    or an object with ``ask()``/``tell(record)``. ``budget``: at most this many trials in all
-    (including resumed ones); ``seconds``: stop submitting after this long. ``runner``:
-    ``"dask"`` (the default: the cluster at ``scheduler_address``, or ``client``, or else an
-    embedded ``LocalCluster`` of ``n_workers`` processes, one per core) or ``"inprocess"`` (no
-    cluster: best for small spaces, and for kernels defined in a notebook). ``store``: a JSON file rewritten after
-    every trial; if it exists its finished trials are kept and not run again. ``source``: the text
-    of a module defining the kernel, for Dask when the kernel is not in a module file.
-    ``on_trial(record, results)`` is called as each trial finishes.
+    ``strategy``: ``"grid"`` (every configuration; with a smaller ``budget``, spread over the
+    space), ``"random"``, ``"tpe"`` (optuna's TPE sampler) or an object with ``ask()``/
+    ``tell(record)``. ``budget``: at most this many trials in all (including resumed ones);
+    ``seconds``: stop submitting after this long. ``runner``: ``"dask"`` (the default: the cluster
+    at ``scheduler_address``, or ``client``, or else an embedded ``LocalCluster`` of ``n_workers``
+    processes, one per core) or ``"inprocess"`` (no cluster: best for small spaces, and for
+    kernels defined in a notebook). ``baseline``: what each compiled version's numbers are checked
+    against: a configuration (``{"TILE": 32}``) or a torch function called like the kernel;
+    default the kernel's defaults (a sweep whose tuned parameters have none is refused).
+    ``store``: a journal file (JSON lines, one per trial, appended as each finishes); if it exists
+    and was written by this same sweep (kernel and its source, shapes, space, machine, baseline)
+    its trials are kept and not run again, else it is refused. ``source``: the text of a module
+    defining the kernel, for Dask when the kernel is not in a module file. ``on_trial(record,
+    results)`` is called as each trial finishes; ``stop`` (e.g. a ``threading.Event``) ends the
+    sweep early once set. Ctrl-C raises `SweepInterrupted` (a KeyboardInterrupt) saying what was
+    kept; its ``results`` hold the finished trials.
     """
     from ..errors import OptionError
+    from .key import sweep_key
+    from .store import Journal
+    from .trial import check_baseline
 
     if runner not in ("inprocess", "dask"):
         raise OptionError(f"unknown runner {runner!r}", param="runner", expected="'inprocess' or 'dask'",
                           got=repr(runner))
+    check_baseline(kernel, space, baseline)
     name = getattr(kernel, "__name__", str(kernel))
-    results = Results.load(store) if store and os.path.exists(store) else Results(path=store)
-    results.kernel, results.space = name, space.to_dict()  # a resumed store takes this sweep's
-    chosen = make_strategy(strategy, space, seed, finished=list(results.records))
-    if runner == "dask":
-        engine = DaskRunner(KernelSource.of(kernel, text=source), space, seed, scheduler_address, n_workers,
-                            client, retries)
-    else:
-        engine = InProcessRunner(kernel, space, seed)
-    deadline = time.monotonic() + seconds if seconds is not None else None
+    key = sweep_key(kernel, space, baseline=baseline)
+    journal, stored = Journal.open(store, key) if store else (None, [])
+    results = Results([TrialRecord.from_dict(d) for d in stored], name, space.to_dict(), store, journal)
     try:
-        engine.run(chosen, results, budget, deadline, on_trial)
+        chosen = _Pruned(make_strategy(strategy, space, seed, finished=list(results.records), budget=budget),
+                         space, results.records)
+        if runner == "dask" and ((budget is not None and len(results) >= budget) or chosen.peek() is None):
+            results.pruned = chosen.pruned  # a finished sweep resumed: no cluster to start for it
+            return results
+        if runner == "dask":
+            kernel_source = KernelSource.of(kernel, text=source)
+            refuse_unguarded_script(kernel_source)
+            engine = DaskRunner(kernel_source, space, seed, scheduler_address, n_workers, client, retries,
+                                baseline=baseline)
+        else:
+            engine = InProcessRunner(kernel, space, seed, baseline)
+        try:
+            engine.check()
+            deadline = time.monotonic() + seconds if seconds is not None else None
+            engine.run(chosen, results, budget, deadline, on_trial, stop)
+        except KeyboardInterrupt:
+            results.interrupted = True
+            kept = f"; the store {store} keeps them: run the same sweep with store={store!r} to resume" if store \
+                else " (give store= to keep trials across runs)"
+            raise SweepInterrupted(f"sweep of {name} interrupted after {len(results)} trial(s){kept}",
+                                   results) from None
+        finally:
+            engine.close()
     finally:
-        engine.close()
+        if journal is not None:
+            journal.close()
+    results.pruned = chosen.pruned
     results.evaluator = getattr(engine, "evaluator", None)
     return results

@@ -15,10 +15,13 @@ from .trial import TrialRecord
 
 
 class GridSearch:
-    """Every configuration of the space, in order (skipping finished ones when resuming)."""
+    """Every configuration of the space, in order (skipping finished ones when resuming). With a
+    ``budget`` smaller than the space, the first ``budget`` configurations are spread over it
+    (`spread`: every value of every name soon, not the first corner of the grid), then the rest
+    follow in order."""
 
-    def __init__(self, space: Space, done: set | None = None):
-        self._configs = space.grid()
+    def __init__(self, space: Space, done: set | None = None, budget: int | None = None, seed: int = 0):
+        self._configs = spread(space, seed) if budget is not None and budget < space.size else space.grid()
         self._done = set(done or ())
 
     def ask(self) -> dict | None:
@@ -31,6 +34,35 @@ class GridSearch:
 
     def tell(self, record: TrialRecord) -> None:
         self._done.add(record.key)
+
+
+def spread(space: Space, seed: int = 0):
+    """The configurations of ``space``, the first ones spread over it: rounds of a Latin
+    hypercube (each round lists every value of the name with the most values once, and every
+    other name's values as evenly, shuffled per name), then whatever is left in grid order."""
+    names = list(space.dims)
+    values = list(space.dims.values())
+    rng = random.Random(seed)
+    seen: set = set()
+    longest = max((len(v) for v in values), default=1)
+    while len(seen) < space.size // 2:  # later rounds mostly hit seen points: finish in order
+        columns = []
+        for v in values:
+            column = [i % len(v) for i in range(longest)]
+            rng.shuffle(column)
+            columns.append(column)
+        fresh = 0
+        for row in zip(*columns):
+            if row not in seen:
+                seen.add(row)
+                fresh += 1
+                yield {n: v[i] for n, v, i in zip(names, values, row)}
+        if fresh == 0:
+            break
+    for config in space.grid():
+        row = tuple(v.index(config[n]) for n, v in zip(names, values))
+        if row not in seen:
+            yield config
 
 
 class RandomSearch(GridSearch):
@@ -57,8 +89,10 @@ class OptunaSearch:
         self._dist = {name: optuna.distributions.CategoricalDistribution(list(range(len(values))))
                       for name, values in self.dims.items()}
         self.size = space.size
+        # constant liar: trials asked but not yet told (in flight on Dask workers) count as
+        # bad ones, so a batch of asks spreads out instead of proposing the same region
         self.study = optuna.create_study(direction="minimize",
-                                         sampler=sampler or optuna.samplers.TPESampler(seed=seed))
+                                         sampler=sampler or optuna.samplers.TPESampler(seed=seed, constant_liar=True))
         self._pending: dict = {}
         self._finished: dict = {}  # config key -> value (None: failed)
         for record in finished or ():
@@ -109,7 +143,8 @@ def _value(record: TrialRecord):
     return float(record.makespan_cycles) if record.ok and record.makespan_cycles is not None else None
 
 
-def make_strategy(name_or_strategy, space: Space, seed: int = 0, finished: list | None = None):
+def make_strategy(name_or_strategy, space: Space, seed: int = 0, finished: list | None = None,
+                  budget: int | None = None):
     """``"grid"``, ``"random"``, ``"tpe"`` (optuna) or an object with ``ask``/``tell``."""
     from ..errors import OptionError
 
@@ -121,7 +156,7 @@ def make_strategy(name_or_strategy, space: Space, seed: int = 0, finished: list 
                               got=type(name_or_strategy).__name__)
         return name_or_strategy
     if name_or_strategy == "grid":
-        return GridSearch(space, done)
+        return GridSearch(space, done, budget, seed)
     if name_or_strategy == "random":
         return RandomSearch(space, seed, done)
     if name_or_strategy in ("tpe", "optuna"):

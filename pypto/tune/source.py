@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..errors import OptionError
 
 _LOADED: dict = {}  # KernelSource -> kernel, per process (a worker keeps its compiled versions)
+_LOADING = []  # the sources being loaded now: a sweep started by their top level is refused
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,11 @@ class KernelSource:
         """The kernel (a ``pypto.jit`` function), loaded once per process."""
         kernel = _LOADED.get(self)
         if kernel is None:
-            kernel = _LOADED[self] = self._load()
+            _LOADING.append(self)
+            try:
+                kernel = _LOADED[self] = self._load()
+            finally:
+                _LOADING.pop()
         return kernel
 
     def _load(self):
@@ -96,3 +101,57 @@ class KernelSource:
         if not hasattr(kernel, "cache_info"):
             kernel = pypto.jit(kernel)
         return kernel
+
+
+def refuse_unguarded_script(source: KernelSource) -> None:
+    """Refuse, before any worker starts, a Dask sweep that a worker would start again.
+
+    A worker loads the kernel by running its module. If that module is the script being run and
+    the sweep is called from its top level without ``if __name__ == "__main__":``, every worker
+    would run the sweep again (and an embedded cluster's processes would start it while they
+    start). Also refuses a sweep started while a module is being loaded for one (on a worker)."""
+    import ast
+    import inspect
+
+    if _LOADING:
+        raise OptionError("pypto.tune.sweep() was called while a worker loads the kernel's module: the "
+                          "module starts a sweep at its top level", param="runner",
+                          expected="the sweep under if __name__ == '__main__':", got=f"a sweep in {_LOADING[-1].path}")
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if source.text is not None or source.module is not None or not path or \
+            os.path.abspath(path) != source.path:
+        return
+    frame = inspect.currentframe()
+    while frame is not None and not (frame.f_globals is main.__dict__ and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None:
+        return  # called from a function run some other way (e.g. a test runner): nothing re-runs it
+    line = frame.f_lineno
+    try:
+        with open(path) as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError):
+        return
+    for stmt in tree.body:
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            if _is_main_guard(stmt):
+                return
+            break
+    raise OptionError(f"{os.path.basename(path)} line {line} runs a Dask sweep at the top level of the script "
+                      "without `if __name__ == \"__main__\":`; each worker imports the script to load the "
+                      "kernel and would start the sweep again", param="runner",
+                      expected="the sweep (and the script's other top-level work) under "
+                      "if __name__ == \"__main__\":", got=f"line {line} at the top level",
+                      hint="put it under the guard, or pass runner='inprocess'")
+
+
+def _is_main_guard(stmt) -> bool:
+    import ast
+
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare):
+        return False
+    parts = [stmt.test.left, *stmt.test.comparators]
+    names = {p.id for p in parts if isinstance(p, ast.Name)}
+    consts = {p.value for p in parts if isinstance(p, ast.Constant)}
+    return names == {"__name__"} and consts == {"__main__"}

@@ -32,6 +32,23 @@ class Space:
     options: dict = field(default_factory=dict)
     shapes: tuple = ()
     dtypes: dict = field(default_factory=dict)
+    constraints: tuple = ()  # expressions (text) or callables(config) -> bool; see `space`
+
+    def allows(self, config: dict, machine=None) -> bool:
+        """Whether ``config`` meets every constraint (checked before anything compiles)."""
+        if not self.constraints:
+            return True
+        names = None
+        for c in self.constraints:
+            if callable(c):
+                ok = c(config)
+            else:
+                if names is None:
+                    names = {**memory_names(machine), **config}
+                ok = eval(_compiled(c), {"__builtins__": {}, **_FUNCTIONS}, names)  # noqa: S307 - checked names only
+            if not ok:
+                return False
+        return True
 
     @property
     def dims(self) -> dict:
@@ -54,16 +71,21 @@ class Space:
         return {"params": {k: list(v) for k, v in self.params.items()},
                 "options": {k: list(v) for k, v in self.options.items()},
                 "shapes": [{k: list(s) for k, s in call.items()} for call in self.shapes],
-                "dtypes": dict(self.dtypes)}
+                "dtypes": dict(self.dtypes),
+                "constraints": [c if isinstance(c, str) else f"<function {getattr(c, '__qualname__', c)}>"
+                                for c in self.constraints]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Space":
+        """The space of `to_dict` (a function constraint stays behind: the sweep's driver applies
+        it before a configuration is sent anywhere)."""
         return space(shapes=d["shapes"], params=d.get("params"), options=d.get("options"),
-                     dtypes=d.get("dtypes"))
+                     dtypes=d.get("dtypes"),
+                     constraints=[c for c in d.get("constraints", ()) if not c.startswith("<function")])
 
 
 def space(shapes, params: dict | None = None, options: dict | None = None, dtypes: dict | None = None,
-          **kernel_params) -> Space:
+          constraints=(), **kernel_params) -> Space:
     """Declare a search space.
 
     ``shapes``: one dict (or a list of dicts) of tensor parameter -> shape, e.g.
@@ -72,6 +94,10 @@ def space(shapes, params: dict | None = None, options: dict | None = None, dtype
     candidates, e.g. ``TILE=[32, 64, 128]``. ``options``: runtime option name or ``"pass.<name>"``
     -> candidates, e.g. ``{"device_sched_mode": [0, 1, 2, 3]}``. Option values are checked against
     pypto's option table here; a kernel parameter's values are checked when the kernel compiles.
+    ``constraints``: expressions over the searched names and the machine's local memories in
+    bytes (``UB``, ``L1``, ``L0A``, ``L0B``, ``L0C``), e.g. ``"BQ * BK * 4 * 2 <= UB"``, or
+    functions of a configuration returning a bool; a configuration that breaks one is never
+    compiled nor run (it is counted in ``Results.pruned``).
     """
     from ..options import OPTIONS, validate_group
 
@@ -98,8 +124,58 @@ def space(shapes, params: dict | None = None, options: dict | None = None, dtype
         checked_options[key] = values
     for param, name in (dtypes or {}).items():
         dtype_named(param, name)
+    dims = {**all_params, **checked_options}
+    checked = tuple(_constraint(c, dims) for c in ([constraints] if isinstance(constraints, str) else constraints))
     return Space({k: _candidates(k, v) for k, v in all_params.items()}, checked_options, tuple(frozen_calls),
-                 dict(dtypes or {}))
+                 dict(dtypes or {}), checked)
+
+
+_MEMORIES = {"UB": "ub_bytes", "L1": "l1_bytes", "L0A": "l0a_bytes", "L0B": "l0b_bytes", "L0C": "l0c_bytes"}
+_FUNCTIONS = {"min": min, "max": max, "abs": abs}
+
+
+def memory_names(machine=None) -> dict:
+    """``UB``, ``L1``, ``L0A``, ``L0B``, ``L0C`` -> bytes of ``machine`` (default: the current one)."""
+    from ..runtime.machine import current_machine
+
+    m = machine or current_machine()
+    return {name: getattr(m, attr) for name, attr in _MEMORIES.items()}
+
+
+_CODE: dict = {}
+
+
+def _compiled(text: str):
+    code = _CODE.get(text)
+    if code is None:
+        code = _CODE[text] = compile(text, "<constraint>", "eval")
+    return code
+
+
+def _constraint(c, dims: dict):
+    """A checked constraint: a callable as given, or an expression naming only known names."""
+    import ast
+
+    if callable(c):
+        return c
+    if not isinstance(c, str):
+        raise OptionError("a constraint is an expression (text) or a function of a configuration",
+                          param="constraints", expected="e.g. 'BQ * BK <= 4096'", got=type(c).__name__)
+    try:
+        tree = ast.parse(c, mode="eval")
+    except SyntaxError as e:
+        raise OptionError(f"constraint {c!r} is not a Python expression", param="constraints",
+                          expected="e.g. 'BQ * BK <= 4096'", got=str(e.msg)) from None
+    known = set(dims) | set(_MEMORIES) | set(_FUNCTIONS)
+    unknown = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - known)
+    if unknown:
+        raise OptionError(f"constraint {c!r} names {', '.join(unknown)}, not searched", param="constraints",
+                          expected="names of the space (" + ", ".join(dims) + ") or " + ", ".join(_MEMORIES),
+                          got=", ".join(unknown))
+    if any(isinstance(n, (ast.Attribute, ast.Lambda)) for n in ast.walk(tree)):
+        raise OptionError(f"constraint {c!r} uses attributes or lambdas", param="constraints",
+                          expected="arithmetic and comparisons of the space's names", got=c)
+    return c
 
 
 def dtype_named(param: str, name: str):

@@ -4,8 +4,13 @@ An `Evaluator` keeps one compiled version per distinct compile-affecting part of
 (kernel parameters, pass options, compile-affecting runtime options) and call shape. A trial that
 changes only runtime options re-simulates that version's recorded call (`runtime.scheduler.
 Replayer`, the engine behind ``RunRecord.simulate`` and the lab's Tune tab, with the call's tasks
-built once); nothing recompiles and no number is recomputed. A version's numbers are compared
-with the reference configuration (the kernel's defaults) once, when it is compiled.
+built once); nothing recompiles and no number is recomputed.
+
+A version's numbers are compared once, when it is compiled, with the baseline's: an explicit
+``baseline`` (a configuration, or a torch function called like the kernel), else the kernel's
+defaults; without either the sweep is refused (`check_baseline`). Only the outputs the baseline
+writes (and what it returns) are compared, exactly first, with a tolerance only for floating
+point results that differ in their last bits (another tile shape sums in another order).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 
+from ..errors import OptionError
+from .key import describe_baseline
 from .space import Space, compile_part, config_key, dtype_named, split
 
 OK, FAILED, MISMATCH = "ok", "failed", "mismatch"
@@ -46,7 +53,8 @@ class TrialRecord:
     compile_seconds: float | None = None  # of the compiled version(s) the trial ran, compiled now or before
     compiled: bool = False  # this trial compiled a new version (else it re-simulated a cached one)
     ub_bytes: int | None = None  # the largest UB footprint of any leaf
-    numbers_match: bool | None = None  # None: no reference to compare with
+    numbers_match: bool | None = None  # None: not compared (the trial failed before it could be)
+    check_seconds: float | None = None  # of comparing the version's outputs with the baseline's
     seconds: float = 0.0  # wall time of the trial
     worker: str = ""
     extra: dict = field(default_factory=dict)
@@ -77,6 +85,7 @@ class _Version:
     compile_seconds: float = 0.0
     ub_bytes: int = 0
     numbers_match: bool | None = None
+    check_seconds: float = 0.0
     error: str = ""
 
 
@@ -88,29 +97,38 @@ class Evaluator:
     only what re-simulation needs (the lowered program and the call's recorded root instances).
     """
 
-    def __init__(self, kernel, space: Space, seed: int = 0, max_versions: int = 64):
+    def __init__(self, kernel, space: Space, seed: int = 0, max_versions: int = 64, baseline=None):
         from ..frontend.signature import Signature
 
         # a private kernel over the same function: the sweep's versions and calls stay out of the
         # user's kernel (its cache, cache_info and last_run are untouched)
         self.kernel = _private_copy(kernel)
-        self.space, self.seed = space, seed
+        self.space, self.seed, self.baseline = space, seed, baseline
         self.signature = Signature(kernel.fn, kernel.loc)
         self.compiles = 0
         self.max_versions = max_versions
         self._versions: OrderedDict = OrderedDict()  # (compile part, call) -> _Version
-        self._reference: dict = {}
+        self._reference: dict = {}  # call -> (written argument indices, their values, returned)
+        self._inputs: dict = {}  # call -> the seeded arguments, never passed to a kernel
 
     # ---- inputs and the reference ------------------------------------------------------------------
     def inputs(self, call: int) -> list:
-        """Fresh, seeded arguments for call shape number ``call`` (outputs start as zeros)."""
-        import torch
+        """Fresh, seeded arguments for call shape number ``call`` (outputs start random too, so a
+        version that leaves part of an output unwritten differs from one that writes it)."""
+        if call not in self._inputs:
+            self._inputs[call] = self._make_inputs(call)
+        return [t.clone() for t in self._inputs[call]]
 
+    def check_shapes(self) -> None:
+        """Raise `OptionError` unless every call shape gives every tensor parameter a shape."""
+        for call in range(len(self.space.shapes)):
+            self._shapes_of(call)
+
+    def _shapes_of(self, call: int) -> list:
         from ..errors import OptionError
 
         shapes = self.space.shapes[call]
-        g = torch.Generator().manual_seed(self.seed + call)
-        args = []
+        out = []
         for spec in self.signature.tensors:
             shape = shapes.get(spec.param)
             if shape is None:
@@ -121,6 +139,15 @@ class Evaluator:
                                       param="shapes", expected=f"a shape for each of "
                                       f"{', '.join(t.param for t in self.signature.tensors)}",
                                       got=f"shapes for {', '.join(shapes) or 'none'}")
+            out.append(shape)
+        return out
+
+    def _make_inputs(self, call: int) -> list:
+        import torch
+
+        g = torch.Generator().manual_seed(self.seed + call)
+        args = []
+        for spec, shape in zip(self.signature.tensors, self._shapes_of(call)):
             dtype = spec.dtype or dtype_named(spec.param, self.space.dtypes.get(spec.param, "fp32"))
             tdt = dtype.torch()
             if tdt.is_floating_point:
@@ -132,26 +159,42 @@ class Evaluator:
             args.append(t)
         return args
 
-    def _outputs(self, args, result) -> list:
-        import torch
-
-        outs = [a.clone() for a in args]
-        if isinstance(result, torch.Tensor):
-            outs.append(result.clone())
-        elif isinstance(result, (list, tuple)):
-            outs.extend(r.clone() for r in result if isinstance(r, torch.Tensor))
-        return outs
-
     def reference(self, call: int):
-        """The outputs of the kernel's default configuration on call ``call`` (None if it fails)."""
+        """(indices of the arguments the baseline writes, their values, the tensors it returns)
+        on call ``call``; raises `BaselineError` if the baseline cannot run."""
         if call not in self._reference:
+            import torch
+
             args = self.inputs(call)
+            pristine = self._inputs[call]
             try:
-                result = self.kernel(*args)
-                self._reference[call] = self._outputs(args, result)
-            except Exception:  # noqa: BLE001 - no reference: the numbers are not compared
-                self._reference[call] = None
+                result = self._run_baseline(args)
+            except Exception as e:  # noqa: BLE001 - said once, in words, for every trial
+                raise BaselineError(f"the baseline ({describe_baseline(self.baseline)}) failed on call shape "
+                                    f"{call}: {_error_text(e)}", param="baseline",
+                                    expected="a baseline that runs on the space's shapes", got=_error_text(e)) from e
+            written = [i for i, (a, p) in enumerate(zip(args, pristine)) if not torch.equal(a, p)]
+            returned = _returned(result, args)
+            if not written and not returned:
+                raise BaselineError(f"the baseline ({describe_baseline(self.baseline)}) wrote no output and "
+                                    f"returned none on call shape {call}: there is nothing to check trials "
+                                    "against", param="baseline", expected="a baseline that writes the outputs",
+                                    got="every argument unchanged")
+            self._reference[call] = (written, [args[i] for i in written], returned)
         return self._reference[call]
+
+    def _run_baseline(self, args):
+        from ..options import forced
+
+        b = self.baseline
+        if callable(b):
+            return b(*args)
+        params, runtime, passes = split(b or {})
+        with forced(runtime_options=runtime or None, pass_options=passes or None):
+            try:
+                return self.kernel(*args, **params)
+            finally:
+                self.kernel.cache_clear()
 
     # ---- compiled versions ---------------------------------------------------------------------
     def version(self, config: dict, call: int) -> tuple[_Version, bool]:
@@ -173,7 +216,10 @@ class Evaluator:
         from ..runtime.scheduler import Replayer
 
         params, runtime, passes = split(compile_part(config))
-        reference = self.reference(call)
+        try:
+            reference = self.reference(call)
+        except BaselineError as e:
+            return _Version(error=str(e))
         args = self.inputs(call)
         self.compiles += 1
         try:
@@ -191,8 +237,10 @@ class Evaluator:
             self.kernel.cache_clear()
         v = _Version(Replayer(compiled.lowered, stream, compiled.lowered.memory_key), compiled.options.runtime(),
                      current_machine(), compiled.compile_seconds, _ub_bytes(compiled))
-        if reference is not None:
-            v.numbers_match = _same(self._outputs(args, result), reference)
+        t0 = time.perf_counter()
+        written, want, want_returned = reference
+        v.numbers_match = _same([args[i] for i in written] + _returned(result, args), want + want_returned)
+        v.check_seconds = time.perf_counter() - t0
         return v
 
     # ---- trials --------------------------------------------------------------------------------------
@@ -201,7 +249,7 @@ class Evaluator:
         t0 = time.perf_counter()
         rec = TrialRecord(number, dict(config), worker=_worker_name())
         makespan = critical = devtasks = tasks = ub = 0
-        us = compile_s = 0.0
+        us = compile_s = check_s = 0.0
         util_c, util_v, l2 = [], [], []
         match = True
         try:
@@ -219,10 +267,12 @@ class Evaluator:
                 util_v.append(s["utilization"].get("AIV", 0.0))
                 l2.append(s.get("l2_hit_rate", 0.0))
                 compile_s += v.compile_seconds
+                check_s += v.check_seconds
                 ub = max(ub, v.ub_bytes)
-                match = None if v.numbers_match is None or match is None else (match and v.numbers_match)
+                match = match and bool(v.numbers_match)
         except _TrialFailed as e:
             rec.status, rec.error = FAILED, str(e)
+            rec.extra["stage"] = "compile"  # the compiled version failed: every trial of it would
         except Exception as e:  # noqa: BLE001 - an invalid combination is recorded, not fatal
             rec.status, rec.error = FAILED, _error_text(e)
         else:
@@ -230,10 +280,10 @@ class Evaluator:
             rec.device_tasks, rec.tasks, rec.compile_seconds, rec.ub_bytes = devtasks, tasks, compile_s, ub
             rec.utilization_aic, rec.utilization_aiv = _mean(util_c), _mean(util_v)
             rec.l2_hit_rate = _mean(l2)
-            rec.numbers_match = match
-            if match is False:
+            rec.numbers_match, rec.check_seconds = match, check_s
+            if not match:
                 rec.status = MISMATCH
-                rec.error = "the numbers differ from the reference configuration's (the kernel's defaults)"
+                rec.error = f"the numbers differ from the baseline's ({describe_baseline(self.baseline)})"
         rec.seconds = time.perf_counter() - t0
         return rec
 
@@ -244,6 +294,43 @@ class Evaluator:
 
 class _TrialFailed(Exception):
     pass
+
+
+class BaselineError(OptionError):
+    """The baseline a sweep checks its numbers against is missing or does not run."""
+
+
+def check_baseline(kernel, space: Space, baseline) -> None:
+    """Refuse a sweep whose numbers could not be checked: with no ``baseline``, every kernel
+    parameter the space tunes needs a default (the kernel's defaults are the reference)."""
+    import inspect
+
+    if baseline is not None:
+        if not callable(baseline) and not isinstance(baseline, dict):
+            raise BaselineError("baseline= is a configuration dict or a function", param="baseline",
+                                expected="e.g. {'TILE': 32}, or a torch function called like the kernel",
+                                got=type(baseline).__name__)
+        return
+    fn = getattr(kernel, "fn", kernel)
+    params = inspect.signature(fn).parameters
+    missing = [n for n in space.params if n in params and params[n].default is inspect.Parameter.empty]
+    if missing:
+        names = ", ".join(map(repr, missing))
+        raise BaselineError(f"cannot check the numbers of this sweep: kernel parameter(s) {names} have no "
+                            "default, so there is no reference configuration", param="baseline",
+                            expected="baseline={" + ", ".join(f"{n!r}: <a trusted value>" for n in missing) +
+                            "} or baseline=<a torch function computing the outputs>",
+                            got="no baseline and no defaults",
+                            hint="the kernel's defaults are the reference when every tuned parameter has one")
+
+
+def _returned(result, args) -> list:
+    """The tensors ``result`` holds, less the arguments themselves (``out.copy_(...)`` returns
+    ``out``: already compared as a written argument)."""
+    import torch
+
+    items = [result] if isinstance(result, torch.Tensor) else list(result) if isinstance(result, (list, tuple)) else []
+    return [r for r in items if isinstance(r, torch.Tensor) and not any(r is a for a in args)]
 
 
 def _simulated(v: _Version, runtime: dict):
@@ -277,6 +364,7 @@ def _mean(xs):
 
 
 def _same(got: list, want: list) -> bool:
+    """Exactly equal (the common case, and cheap), else within the dtype's tolerance."""
     import torch
 
     if len(got) != len(want):
@@ -284,6 +372,8 @@ def _same(got: list, want: list) -> bool:
     for g, w in zip(got, want):
         if g.shape != w.shape or g.dtype != w.dtype:
             return False
+        if torch.equal(g, w):
+            continue
         if g.dtype.is_floating_point:
             rtol, atol = _TOLERANCE["half" if g.dtype in (torch.float16, torch.bfloat16) else "fp32"]
             if not torch.allclose(g.float(), w.float(), rtol=rtol, atol=atol, equal_nan=True):

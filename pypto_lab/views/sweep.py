@@ -10,7 +10,8 @@ from .model_error import model_error_html
 FIGURE_LABELS = {"makespan_cycles": "makespan", "critical_path_cycles": "crit path", "utilization_aic": "AIC",
                  "utilization_aiv": "AIV", "l2_hit_rate": "L2 hit", "device_tasks": "dev tasks",
                  "compile_seconds": "compile", "ub_bytes": "UB bytes"}
-PARETO_AXES = {"compile_seconds": "compile time (s)", "ub_bytes": "UB bytes (largest leaf)"}
+PARETO_AXES = {"compile_seconds": "compile time (s)", "ub_bytes": "UB bytes (largest leaf)",
+               "device_tasks": "device tasks", "tasks": "tasks"}
 _OK, _BEST, _BAD, _FRONT = "#4c78a8", "#e45756", "#bbbbbb", "#f58518"
 
 

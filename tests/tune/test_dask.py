@@ -29,9 +29,11 @@ def test_dask_sweep_gives_the_same_results_as_in_process(client):
     space = tune.space(SHAPE, TILE=[2048, 16, 32], options={"device_sched_mode": [0, 1]})
     here = tune.sweep(exp_rows, space, runner="inprocess")
     there = tune.sweep(exp_rows, space, client=client)
-    assert len(there) == len(here) == 6
-    by_key = {r.key: r for r in here}
-    for r in there:
+    # in-process, the tile that does not fit fails once (its other option combination is never
+    # run); on Dask both may be in flight before the first failure comes back
+    assert len(here) == 5 and 5 <= len(there) <= 6
+    by_key = {r.key: r for r in there}
+    for r in here:
         assert {f: getattr(r, f) for f in FIGURES} == {f: getattr(by_key[r.key], f) for f in FIGURES}
     assert there.best.key == here.best.key
     assert {r.worker for r in there} <= set(client.scheduler_info()["workers"])  # ran on the workers
@@ -68,3 +70,71 @@ def test_a_killed_workers_trial_is_retried(client, tmp_path):
     results = tune.sweep(namespace["doubled"], tune.space(SHAPE, TILE=[32]), client=client, source=text)
     assert os.path.exists(marker)  # a worker did die
     assert len(results) == 1 and results[0].ok and results[0].numbers_match, results[0].error
+
+
+def test_a_dask_sweep_resumes_from_its_store_with_new_numbers(client, tmp_path):
+    store = str(tmp_path / "d.jsonl")
+    space = tune.space(SHAPE, TILE=[16, 32], options={"device_sched_mode": [0, 1, 2]})
+    first = tune.sweep(exp_rows, space, client=client, store=store, budget=3)
+    assert len(first) == 3
+    second = tune.sweep(exp_rows, space, client=client, store=store)
+    numbers = [r.number for r in second]
+    assert len(second) == 6 and len(set(numbers)) == 6 and min(numbers[3:]) > max(numbers[:3])
+    assert {r.key for r in second} == {tune.TrialRecord(0, c).key for c in space.grid()}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_sweep_on_a_scheduler_and_workers_started_as_separate_processes(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    import pypto
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(pypto.__file__))}
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                               "--port", str(port), "--dashboard-address", ":0", "--no-show"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)]
+    try:
+        for _ in range(2):
+            procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                           "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
+                                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          cwd=tmp_path))
+        with distributed.Client(address, timeout=60) as c:
+            c.wait_for_workers(2, timeout=90)
+            space = tune.space(SHAPE, TILE=[16, 32], options={"device_sched_mode": [0, 1]})
+            there = tune.sweep(exp_rows, space, scheduler_address=address)
+            here = tune.sweep(exp_rows, space, runner="inprocess")
+            assert len(there) == 4 and all(r.ok and r.numbers_match for r in there)
+            assert there.best.key == here.best.key and there.best.makespan_cycles == here.best.makespan_cycles
+            assert {r.worker for r in there} <= set(c.scheduler_info()["workers"])
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_a_finished_dask_sweep_resumed_starts_no_cluster(tmp_path, monkeypatch):
+    store = str(tmp_path / "done.jsonl")
+    space = tune.space(SHAPE, TILE=[16, 32])
+    done = tune.sweep(exp_rows, space, runner="inprocess", store=store)
+
+    def no_cluster(*a, **k):
+        raise AssertionError("a cluster was started for a sweep with nothing left to run")
+    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    again = tune.sweep(exp_rows, space, store=store)  # runner="dask" by default
+    assert [r.to_dict() for r in again] == [r.to_dict() for r in done]

@@ -27,12 +27,12 @@ def test_csv_and_table_hold_every_trial():
     assert "failed" in table.splitlines()[2]
 
 
-def test_resume_from_json_skips_finished_trials(tmp_path):
-    store = str(tmp_path / "sweep.json")
+def test_resume_from_the_store_skips_finished_trials(tmp_path):
+    store = str(tmp_path / "sweep.jsonl")
     ran = []
     first = tune.sweep(exp_rows, SPACE, budget=4, store=store, runner="inprocess",
                        on_trial=lambda r, _: ran.append(r.config))
-    assert len(first) == 4 and len(json.load(open(store))["records"]) == 4
+    assert len(first) == 4 and len(open(store).read().splitlines()) == 1 + 4  # the key, then one line per trial
     resumed = []
     second = tune.sweep(exp_rows, SPACE, store=store, runner="inprocess",
                         on_trial=lambda r, _: resumed.append(r.config))
@@ -86,6 +86,20 @@ def test_cli_prints_the_table_and_the_best(tmp_path, capsys):
     assert len(csv_path.read_text().splitlines()) == 5
     assert parse_shapes(["x=1,2", "out=1,2", "x=3,2", "out=3,2"]) == [{"x": (1, 2), "out": (1, 2)},
                                                                        {"x": (3, 2), "out": (3, 2)}]
+
+
+def test_cli_checks_against_a_given_baseline(capsys):
+    from pathlib import Path
+
+    from pypto.tune.cli import run
+
+    kernel = f"{Path(__file__).with_name('tune_kernels.py')}:first_rows"
+    args = [kernel, "--shape", "x=64,128", "--shape", "out=64,128", "--param", "TILE=16,32", "--param", "STEP=1,2",
+            "--inprocess"]
+    assert run(args) == 2 and "have no default" in capsys.readouterr().err
+    assert run(args + ["--baseline", "TILE=32", "--baseline", "STEP=1"]) == 0
+    printed = capsys.readouterr().out
+    assert "mismatch" in printed and "best: #" in printed
 
 
 def test_cli_reports_a_bad_kernel_name_without_a_traceback(capsys):

@@ -20,3 +20,12 @@ def tile_dependent(x: ROWS, out: ROWS, TILE: int = 32):
     for b in pypto.loop(pypto.ceildiv(x.shape[0], TILE)):
         r = slice(b * TILE, (b + 1) * TILE)
         out[r, :] = x[r, :] + 1.0 / TILE
+
+
+@pypto.jit
+def first_rows(x: ROWS, out: ROWS, TILE: int, STEP: int):
+    """out = exp(x) + 1 over the first 1/STEP of the rows: STEP > 1 does less work, and is wrong."""
+    pypto.set_vec_tile_shapes(TILE, 128)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], TILE * STEP)):
+        r = slice(b * TILE, (b + 1) * TILE)
+        out[r, :] = pypto.exp(x[r, :]) + 1.0

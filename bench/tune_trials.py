@@ -1,0 +1,97 @@
+"""Trial throughput of pypto.tune in this process, with and without a store, and the cost of the
+numbers check beside compile + simulation.
+
+    .venv/bin/python bench/tune_trials.py [--quick]
+
+* runtime rows: runtime-option trials (one compile, every other trial a re-simulation) on a
+  row-wise exp kernel of R rows (``R`` below), without a store and with a journal store;
+* 10k: 10,000 runtime-option trials with a store (``--quick``: 2,000);
+* tiles: tile trials of the same kernel (each compiles, runs, checks, simulates), the check's
+  share beside the compile and the simulation.
+
+Wall time and CPU time (``time.process_time``) side by side; the store is a temporary file.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import pypto  # noqa: E402
+import pypto.tune as tune  # noqa: E402
+
+ROWS = pypto.Tensor([pypto.DYNAMIC, 128], pypto.DT_FP32)
+
+
+@pypto.jit
+def exp_rows(x: ROWS, out: ROWS, TILE: int = 32):
+    pypto.set_vec_tile_shapes(TILE, 128)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], TILE)):
+        r = slice(b * TILE, (b + 1) * TILE)
+        out[r, :] = pypto.exp(x[r, :]) + 1.0
+
+
+RUNTIME = {"device_sched_mode": [0, 1, 2, 3], "stitch_function_max_num": [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024],
+           "launch_sched_aicpu_num": [1, 2, 3, 4, 5], "device_sched_parallelism": [1, 2, 3, 4, 5]}
+TEN_K = {**RUNTIME, "max_workspace_kb": [0, 1024, 4096, 16384, 65536], "launch_early_mode": [0, 1]}
+
+
+def timed(label, kernel, space, **kw):
+    t0, c0 = time.perf_counter(), time.process_time()
+    results = tune.sweep(kernel, space, runner="inprocess", **kw)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"{label:44} {len(results):6d} trials {wall:7.2f} s wall {cpu:7.2f} s CPU "
+          f"{len(results) / wall:8.1f} trials/s", flush=True)
+    return results
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--rows", type=int, default=1024)
+    p.add_argument("--seq", type=int, default=256)
+    a = p.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    shape = {"x": (a.rows, 128), "out": (a.rows, 128)}
+    print(f"# pypto.tune trials: exp over {a.rows}x128 fp32, TILE 32; {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.1f}")
+    rt = tune.space(shape, options=RUNTIME)
+    timed("runtime options, no store", exp_rows, rt)
+    with tempfile.TemporaryDirectory() as d:
+        timed("runtime options, journal store", exp_rows, rt, store=os.path.join(d, "rt.jsonl"))
+        ten = dict(TEN_K)
+        if a.quick:
+            ten["max_workspace_kb"] = ten["max_workspace_kb"][:1]
+        big = tune.space(shape, options=ten)
+        store = os.path.join(d, "10k.jsonl")
+        timed(f"{big.size} runtime trials, journal store", exp_rows, big, store=store)
+        print(f"{'':44} store {os.path.getsize(store) / 1e6:.1f} MB, {len(os.listdir(d))} file(s) in its folder")
+    tiles = tune.space(shape, TILE=[8, 16, 32, 64, 128, 256, 512])
+    results = timed("tile trials (compile + run + check + simulate)", exp_rows, tiles)
+    _shares(results)
+    from pypto.tune.source import KernelSource
+
+    fa = KernelSource(name="flash_attention", path=os.path.join(ROOT, "examples", "flash_attention.py")).load()
+    fa_shape = {name: (1, a.seq, 64) for name in ("q", "k", "v", "out")}
+    print(f"# flash attention, batch 1, seq {a.seq}, D 64")
+    timed("runtime options (4 x 5), in-process", fa,
+          tune.space(fa_shape, options={"device_sched_mode": [0, 1, 2, 3], "launch_sched_aicpu_num": [1, 2, 3, 4, 5]}))
+    _shares(timed("tile trials BQ x BK", fa, tune.space(fa_shape, BQ=[16, 32, 64, 128], BK=[32, 64, 128])))
+
+
+def _shares(results):
+    for r in results:
+        sim = r.seconds - (r.compile_seconds or 0) - (r.check_seconds or 0)
+        print(f"  {str(r.config):28} {r.status:8} compile {r.compile_seconds or 0:.3f} s  "
+              f"check {(r.check_seconds or 0) * 1e3:7.2f} ms  trial {r.seconds:.3f} s (rest {sim:.3f} s)")
+
+
+if __name__ == "__main__":
+    main()
