@@ -34,12 +34,21 @@ def fold_assembled_results(ops: list, escaping: set) -> list:
             readers[a.value.id] = readers.get(a.value.id, 0) + 1
         for a in op.outputs:
             writer.setdefault(a.value.id, []).append(i)
+    touches: dict = {}  # value id -> number of accesses (reads and writes) in the segment
+    for op in ops:
+        for a in (*op.inputs, *op.outputs):
+            touches[a.value.id] = touches.get(a.value.id, 0) + 1
     out = list(ops)
     dropped = set()
     for i, op in enumerate(ops):
         if op.kind != "copy_out" or len(op.inputs) != 1 or len(op.outputs) != 1:
             continue
         src, dst = op.inputs[0], op.outputs[0]
+        if touches.get(dst.value.id, 0) > 1:
+            # another op of the segment reads or writes the destination: the cube writing it
+            # earlier than the copy would reorder those accesses (upstream's Qwen3-Next gated delta
+            # rule: fused groups ordered in a cycle)
+            continue
         v = src.value
         if v.kind not in ("op", "workspace") or v.id in escaping or readers.get(v.id) != 1:
             continue

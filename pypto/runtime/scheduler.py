@@ -123,9 +123,10 @@ class _Sim:
         t_cores = m.launch_cycles
         t_ctrl0 = 0 if self.early else m.launch_cycles
         scale = m.aicpu_task_scale
-        dispatch_cost = (m.dispatch_cycles + (m.fair_extra_cycles if fair else 0)) * scale
-        make_dispatch = m.dispatch_cycles * scale
-        completion, resolve = m.completion_cycles * scale, m.resolve_cycles * scale
+        # whole cycles: a fitted scale must not make the schedule's times fractional
+        dispatch_cost = round((m.dispatch_cycles + (m.fair_extra_cycles if fair else 0)) * scale)
+        make_dispatch = round(m.dispatch_cycles * scale)
+        completion, resolve = round(m.completion_cycles * scale), round(m.resolve_cycles * scale)
 
         # ---- cores: AIC0.. then AIV0..; core i of a type belongs to thread i % nth ----------------
         n_aic, n_aiv = m.aic_cores, m.aiv_cores

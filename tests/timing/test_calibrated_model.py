@@ -193,7 +193,7 @@ def test_the_scalar_unit_issues_ahead_of_the_pipes(monkeypatch):
     scalar = leaf_schedule(A2A3, leaf, sizes, l2, True)
     # the scalar cost is paid (S busy) but hidden behind the pipes: the next tile's load is
     # issued while this tile's vector ops still wait for their data
-    assert scalar.busy["S"] > 0.2 * fixed.duration
+    assert scalar.busy["S"] > 0.1 * fixed.duration
     assert fixed.duration <= scalar.duration < fixed.duration + 0.25 * scalar.busy["S"]
 
 
@@ -258,7 +258,13 @@ def _skinny_weight_matmul(fmt):
 def test_an_nz_weight_moves_whole_fractal_blocks():
     x, w = torch.empty(16, 1536, dtype=torch.int8), torch.empty(1536, 128, dtype=torch.int8)
     y = torch.empty(16, 128, dtype=torch.int32)
-    nd = _span(_skinny_weight_matmul(pypto.TileOpFormat.TILEOP_ND), x, w, y) - A2A3.launch_cycles
-    nz = _span(_skinny_weight_matmul(pypto.TileOpFormat.TILEOP_NZ), x, w, y) - A2A3.launch_cycles
+
+    def load_cycles(fmt):
+        tl = timing_only(_skinny_weight_matmul(fmt), x, w, y).simulate(A2A3)
+        return sum(dict(e.pipes).get("MTE2", 0) for e in tl.events if e.core_type == "AIC"), \
+            tl.stats["makespan_cycles"]
+
+    (nd, nd_span), (nz, nz_span) = load_cycles(pypto.TileOpFormat.TILEOP_ND), load_cycles(pypto.TileOpFormat.TILEOP_NZ)
     # ND: each 128-byte row segment of a K step moves a 512-byte L2 line; NZ: contiguous blocks
-    assert nz < 0.6 * nd
+    assert nz < 0.5 * nd
+    assert nz_span < nd_span

@@ -128,7 +128,7 @@ def test_fair_mode_costs_bookkeeping_when_tasks_outnumber_cores():
     fifo, fair = (C.check_invariants(record.simulate({"device_sched_mode": m})) for m in (0, 2))
     assert fair.stats["makespan_cycles"] > fifo.stats["makespan_cycles"]
     disp = lambda tl: sum(a.end - a.start for a in tl.aicpu if a.name == "dispatch")  # noqa: E731
-    extra = fair.machine.fair_extra_cycles * fair.stats["tasks"]
+    extra = fair.machine.fair_extra_cycles * fair.machine.aicpu_task_scale * fair.stats["tasks"]  # scaled as every AICPU cost
     assert disp(fair) - disp(fifo) >= extra * 0.9
 
 
