@@ -146,10 +146,22 @@ def check_bias(attrs, ev):
                                           f"{E.render(attrs['bias_check'][1])})", got=f"{bn} and {n}")
 
 
+def _shared_batch(x):
+    """``x`` with every batch dim it only repeats (stride 0: the same matrix for each instance, e.g.
+    the weights of a loop over row blocks) cut to size 1, which matmul broadcasts: upcasting it then
+    converts one matrix, not one copy per instance."""
+    for d in range(x.dim() - 2):
+        if x.stride(d) == 0 and x.shape[d] > 1:
+            x = x.narrow(d, 0, 1)
+    return x
+
+
 @register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8))
 def _matmul(ins, attrs, ev):
     """Matrix product with fp32 (int32) accumulation over the valid K extent."""
-    a, b = ins[0], ins[1]
+    a, b = _shared_batch(ins[0]), _shared_batch(ins[1])
+    if b.dim() > 2 and a.dim() >= b.dim() and all(n == 1 for n in b.shape[:-2]):
+        b = b.reshape(b.shape[-2:])  # one matrix: torch folds a's batch into M, one large GEMM
     if "k_check" in attrs:
         check_k(attrs, ev)
     if "bias_check" in attrs:
