@@ -108,8 +108,27 @@ def _into(into, compute, ins, attrs, ev, dst, dt):
     return compute(ins, attrs, ev)
 
 
+def _reuse(into, compute, ins, attrs, ev, W, i, dt):
+    """A temporary of op ``i``: computed into the tile it made at the step's previous call (``W``,
+    {op index: tile}, kept by the plan within its workspace budget) when that has the result's shape,
+    else into a fresh tile, which ``W`` keeps for the next call."""
+    if W is None:
+        return compute(ins, attrs, ev)
+    buf = W.get(i)
+    if buf is not None and ins[0].shape == buf.shape:
+        for x in ins:
+            if x.requires_grad or not _fits(buf, x):
+                break
+        else:
+            return into(ins, attrs, ev, buf)
+    r = compute(ins, attrs, ev)
+    if r.dtype is dt and r._base is None and r.is_contiguous():
+        W[i] = r
+    return r
+
+
 RUNTIME = {"_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole,
-           "_reshape_batch": _reshape_batch, "_fits": _fits, "_into": _into, "torch": torch}
+           "_reshape_batch": _reshape_batch, "_fits": _fits, "_into": _into, "_reuse": _reuse, "torch": torch}
 
 
 def _local_names(leaf) -> dict:
@@ -127,7 +146,7 @@ def _local_names(leaf) -> dict:
 def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
     """(Python source, its constants) of the executable form of ``leaf`` for ``nb`` batch dims."""
     name = f"{leaf.name}{'_' + variant if variant else ''}"
-    lines = [f"def {name}(P, ev, B, S, O=None):",
+    lines = [f"def {name}(P, ev, B, S, O=None, W=None):",
              f"    \"\"\"{leaf.core} leaf {leaf.name}{' (' + variant + ' variant)' if variant else ''}: "
              f"P[i] is GM param i as [*B, *tile] ({nb} batch dim{'s' if nb != 1 else ''}).\"\"\"",
              "    out = {}"]
@@ -150,10 +169,11 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
                 if op.kind in MOVES:
                     aliased.add(names[a.local_key])
     owned = set()  # buffers holding a tensor the leaf created itself
-    # buffer -> (line, op index) of the op that made its storage, when that op can compute into an
-    # output view (its buffer then becomes the output's view: see _direct_line)
+    # buffer -> (line, op index) of the op that made its storage, when that op can compute into a
+    # given tensor: into its output's view when the buffer ends up there, else into a tile kept
+    # from the step's previous call (see _storage_line)
     roots: dict = {}
-    claimed: set = set()
+    claimed: dict = {}  # root -> the output param whose view it computes into
     for i, op in enumerate(leaf.ops):
         ins = [ref(i, "in", k, a) for k, a in enumerate(op.inputs)]
         outs = [ref(i, "out", k, a) for k, a in enumerate(op.outputs)]
@@ -162,9 +182,7 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
             lines.append(f"    {outs[0]} = {ins[0]}  # {kind}: {op.inputs[0].mem} -> {op.outputs[0].mem}")
             root = roots.get(ins[0])
             if outs[0].startswith("out[") and root is not None and root not in claimed:
-                claimed.add(root)
-                lines[root[0]] = _direct_line(lines[root[0]], root[1], leaf.param_of[(i, "out", 0)], consts,
-                                              REGISTRY[leaf.ops[root[1]].kind].into)
+                claimed[root] = leaf.param_of[(i, "out", 0)]
         elif _in_place(op, ins, outs, i, last_use, owned, aliased):
             lines += _in_place_lines(i, op, ins, outs, consts, nb)
             owned.add(outs[0])
@@ -179,6 +197,9 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
         dead = [x for x in dict.fromkeys(ins) if last_use.get(x) == i]
         if dead:
             lines.append(f"    del {', '.join(dead)}")
+    for root in set(roots.values()):
+        line, i = root
+        lines[line] = _storage_line(lines[line], i, claimed.get(root), consts, REGISTRY[leaf.ops[i].kind].into)
     lines.append("    return out")
     return "\n".join(lines) + "\n", consts
 
@@ -194,14 +215,17 @@ def _can_write_direct(op, outs, nb) -> bool:
         and all(len(a.shape) == len(op.outputs[0].shape) for a in op.inputs)
 
 
-def _direct_line(line, i, p, consts, into) -> str:
+def _storage_line(line, i, p, consts, into) -> str:
     """The line of op ``i`` (``X = F{i}([...], A{i}, ev)``) rewritten to compute into output ``p``'s
-    view when the runtime passes one (``O``)."""
+    view when the runtime passes one (``O``), or (``p`` None: a temporary) into the tile the op
+    made at the step's previous call, kept in ``W``."""
     target, call = line.split(" = ", 1)
     prefix = f"F{i}(["
     assert call.startswith(prefix) and call.endswith(f"], A{i}, ev)"), line
     args = call[len(prefix):-len(f"], A{i}, ev)")]
     consts[f"T{i}"] = into
+    if p is None:
+        return f"{target} = _reuse(T{i}, F{i}, [{args}], A{i}, ev, W, {i}, D{i}[0])"
     return f"{target} = _into(T{i}, F{i}, [{args}], A{i}, ev, O[{p}] if O is not None else None, D{i}[0])"
 
 

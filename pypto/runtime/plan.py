@@ -336,12 +336,13 @@ def _product(lists):
 
 # ---- running steps -----------------------------------------------------------------------------------------
 
-def run_steps(steps, tensors):
+def run_steps(steps, tensors, scratch=None):
     """Execute ``steps`` on the GM ``tensors`` (storage index -> tensor). A step that reads no
     storage it writes hands the leaf its output views (``O``): ops that can compute straight into
-    them do, and such a result needs no copy."""
+    them do, and such a result needs no copy. ``scratch`` (one dict per step, or None) holds the
+    temporaries of each step's previous call, which its ops compute into again."""
     offsets = [t.storage_offset() for t in tensors]
-    for step in steps:
+    for n, step in enumerate(steps):
         P = [None] * step.nparams
         for p, sid, size, stride, off in step.ins:
             P[p] = tensors[sid].as_strided(size, stride, offsets[sid] + off)
@@ -352,7 +353,7 @@ def run_steps(steps, tensors):
         else:
             O = None
         try:
-            res = step.fn(P, step.ev, step.B, step.S, O)
+            res = step.fn(P, step.ev, step.B, step.S, O, scratch[n] if scratch is not None else None)
         except Exception as e:  # a leaf that fails names the op of the user's kernel
             from ..errors import PyptoError
             if isinstance(e, PyptoError):
