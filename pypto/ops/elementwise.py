@@ -136,8 +136,12 @@ def _binary_inplace(name):
 def _binary_into(name):
     """``name`` into ``dst``, an output view whose shape every operand broadcasts to (the
     generated code checks that)."""
+    fn = None
+
     def into(ins, attrs, ev, dst):
-        fn = getattr(torch, name)
+        nonlocal fn
+        if fn is None:  # torch is imported lazily: bind the function on first use
+            fn = getattr(torch, name)
         if len(ins) == 2:
             return fn(ins[0], ins[1], out=dst)
         t = ins[0]

@@ -172,7 +172,10 @@ class LoweredExecutor:
             scratch = [{} for _ in plan.steps]
         work = list(tensors) + slabs
         run_steps(plan.steps, work, scratch)
-        self.budget.keep(plan, plan.offer(slabs, scratch))
+        if slabs or any(scratch):
+            self.budget.keep(plan, plan.offer(slabs, scratch))
+        else:  # nothing to keep: the next call takes the same (empty) scratch, no bytes counted
+            plan.spare = (None, scratch)
         memory = Memory(plan.layout, work)
         self._ran((plan.done, plan.info), plan.stream, memory)
         if plan.returns is None:
