@@ -122,7 +122,7 @@ def _reuse(into, compute, ins, attrs, ev, W, i, dt):
         else:
             return into(ins, attrs, ev, buf)
     r = compute(ins, attrs, ev)
-    if r.dtype is dt and r._base is None and r.is_contiguous():
+    if r.dtype is dt and r._base is None and r.is_contiguous() and not any(r is x for x in ins):
         W[i] = r
     return r
 

@@ -171,7 +171,7 @@ class LoweredExecutor:
         if scratch is None:
             scratch = [{} for _ in plan.steps]
         work = list(tensors) + slabs
-        run_steps(plan.steps, work, scratch)
+        run_steps(plan.steps, work, scratch, direct=not (same or serial))
         if slabs or any(scratch):
             self.budget.keep(plan, plan.offer(slabs, scratch))
         else:  # nothing to keep: the next call takes the same (empty) scratch, no bytes counted
@@ -245,7 +245,7 @@ class LoweredExecutor:
             steps = planner.plan(batch, level if not serial else list(range(len(batch))))
             for k, v in planner.variant_counts.items():
                 variant_counts[k] += v
-            run_steps(steps, memory.tensors)
+            run_steps(steps, memory.tensors, direct=not (same or serial))
             all_steps.extend(steps)
 
         def load(param, indices):

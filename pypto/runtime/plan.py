@@ -336,17 +336,19 @@ def _product(lists):
 
 # ---- running steps -----------------------------------------------------------------------------------------
 
-def run_steps(steps, tensors, scratch=None):
+def run_steps(steps, tensors, scratch=None, direct=True):
     """Execute ``steps`` on the GM ``tensors`` (storage index -> tensor). A step that reads no
     storage it writes hands the leaf its output views (``O``): ops that can compute straight into
     them do, and such a result needs no copy. ``scratch`` (one dict per step, or None) holds the
-    temporaries of each step's previous call, which its ops compute into again."""
+    temporaries of each step's previous call, which its ops compute into again. ``direct`` False:
+    some of ``tensors`` share memory (the caller passed one tensor twice, or overlapping ones), so
+    no leaf writes an output before it has read everything."""
     offsets = [t.storage_offset() for t in tensors]
     for n, step in enumerate(steps):
         P = [None] * step.nparams
         for p, sid, size, stride, off in step.ins:
             P[p] = tensors[sid].as_strided(size, stride, offsets[sid] + off)
-        if step.direct:
+        if direct and step.direct:
             O = [None] * step.nparams
             for p, sid, size, stride, off in step.outs:
                 O[p] = tensors[sid].as_strided(size, stride, offsets[sid] + off)

@@ -111,3 +111,20 @@ def test_workspace_bytes_is_checked():
     with pytest.raises(pypto.ArgumentTypeError, match="workspace_bytes"):
         kernel.workspace_bytes = 1.5
     assert kernel.workspace_bytes == 256 << 20
+
+
+def test_one_tensor_for_two_written_parameters_is_not_written_early():
+    """``kernel(a, a)`` with both parameters written: one memory, so no leaf may write its output
+    view before reading the other parameter (the add into q's view would change p)."""
+    @pypto.jit
+    def both(p: T, q: T):
+        pypto.set_vec_tile_shapes(8, 64)
+        q[:] = (p + 1.0) * p
+        p[:] = p * 1.0
+
+    a = _rand(16, 64, seed=12)
+    want = (a + 1.0) * a
+    for _ in range(2):
+        b = a.clone()
+        both(b, b)
+        torch.testing.assert_close(b, want, rtol=0, atol=0)
