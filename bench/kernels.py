@@ -56,7 +56,8 @@ def row_block_loop(op: str, rows=512, cols=1024, block=32, tile=8):
             for b in pypto.loop(pypto.ceildiv(x.shape[0], block)):
                 r = slice(b * block, (b + 1) * block)
                 out[r, :] = pypto.softmax(x[r, :], -1)
-        return kernel, (x, out), lambda: torch.softmax(x, -1)
+        ref = torch.empty(rows, cols)
+        return kernel, (x, out), lambda: torch.softmax(x, -1, out=ref)
     if op == "add_mul":
         @pypto.jit
         def kernel(x: T, y: T, out: T):
@@ -64,7 +65,8 @@ def row_block_loop(op: str, rows=512, cols=1024, block=32, tile=8):
             for b in pypto.loop(pypto.ceildiv(x.shape[0], block)):
                 r = slice(b * block, (b + 1) * block)
                 out[r, :] = (x[r, :] + y[r, :]) * y[r, :]
-        return kernel, (x, y, out), lambda: (x + y) * y
+        tmp, ref = torch.empty(rows, cols), torch.empty(rows, cols)
+        return kernel, (x, y, out), lambda: torch.mul(torch.add(x, y, out=tmp), y, out=ref)
     if op == "rms_norm":
         @pypto.jit
         def kernel(x: T, gamma: pypto.Tensor([1, cols], FP32), out: T):
@@ -75,8 +77,13 @@ def row_block_loop(op: str, rows=512, cols=1024, block=32, tile=8):
                 ms = pypto.sum(xb * xb, -1, keepdim=True) * (1.0 / cols)
                 out[r, :] = xb * pypto.rsqrt(ms + eps) * gamma
         g2 = gamma.reshape(1, cols)
-        return kernel, (x, g2, out), \
-            lambda: x * torch.rsqrt((x * x).sum(-1, keepdim=True) * (1.0 / cols) + eps) * g2
+        sq, ms, ref = torch.empty(rows, cols), torch.empty(rows, 1), torch.empty(rows, cols)
+
+        def rms_ref():  # the same ops, each into a buffer allocated once
+            torch.sum(torch.mul(x, x, out=sq), -1, keepdim=True, out=ms)
+            torch.rsqrt(ms.mul_(1.0 / cols).add_(eps), out=ms)
+            return torch.mul(torch.mul(x, ms, out=ref), g2, out=ref)
+        return kernel, (x, g2, out), rms_ref
     raise ValueError(op)
 
 
@@ -115,6 +122,45 @@ def matmul(m=1024, k=1024, n=1024):
     return kernel, (a, b, out), lambda: a @ b
 
 
+def matmul_loop(dtype=torch.bfloat16, m=1024, k=1024, n=1024, block=128):
+    """``out = a @ b`` in ``dtype`` as users write it: a ``pypto.loop`` over ``block``-row blocks, each
+    a cube matmul accumulating in fp32 and rounding once. Reference: torch's fp32 matmul of the same
+    sizes into a preallocated ``out`` (torch's own bf16 CPU matmul is several times slower)."""
+    pdt = {torch.bfloat16: pypto.DT_BF16, torch.float16: pypto.DT_FP16}[dtype]
+    g = torch.Generator().manual_seed(2)
+    a, b = (torch.randn(m, k, generator=g) / 8).to(dtype), (torch.randn(k, n, generator=g) / 8).to(dtype)
+    out = torch.empty(m, n, dtype=dtype)
+    af, bf, ref = a.float(), b.float(), torch.empty(m, n)
+
+    @pypto.jit
+    def kernel(a: pypto.Tensor([pypto.DYNAMIC, k], pdt), b: pypto.Tensor([k, n], pdt),
+               out: pypto.Tensor([pypto.DYNAMIC, n], pdt)):
+        pypto.set_cube_tile_shapes([128, 128], [64, 256], [128, 128])
+        for i in pypto.loop(pypto.ceildiv(a.shape[0], block)):
+            r = slice(i * block, (i + 1) * block)
+            out[r, :] = pypto.matmul(a[r, :], b, pdt)
+    return kernel, (a, b, out), lambda: torch.matmul(af, bf, out=ref)
+
+
+def ffn_bf16(batch=4096):
+    """The ``examples/ffn.py`` kernel (bf16 matmul -> SiLU -> bf16 matmul) on ``batch`` rows.
+    Reference: the same computation in fp32 torch (upcast once, fp32 matmuls)."""
+    ex = _example("ffn")
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, ex.H, generator=g).bfloat16()
+    w1 = (torch.randn(ex.H, ex.F, generator=g) / ex.H ** 0.5).bfloat16()
+    w2 = (torch.randn(ex.F, ex.H, generator=g) / ex.F ** 0.5).bfloat16()
+    out = torch.zeros(batch, ex.H, dtype=torch.bfloat16)
+    xf, w1f, w2f = x.float(), w1.float(), w2.float()
+    h, act, y = torch.empty(batch, ex.F), torch.empty(batch, ex.F), torch.empty(batch, ex.H)
+
+    def ref():
+        torch.matmul(xf, w1f, out=h)
+        torch.mul(h, torch.sigmoid(h, out=act), out=act)
+        return torch.matmul(act, w2f, out=y)
+    return ex.ffn, (x, w1, w2, out), ref
+
+
 def one_tile():
     """``out = x + y`` on one [32, 32] tile: the fixed cost of a cached call."""
     g = torch.Generator().manual_seed(4)
@@ -125,7 +171,8 @@ def one_tile():
                out: pypto.Tensor([32, 32], FP32)):
         pypto.set_vec_tile_shapes(32, 32)
         out[:] = x + y
-    return kernel, (x, y, out), lambda: torch.add(x, y, out=torch.empty(32, 32))
+    ref = torch.empty(32, 32)
+    return kernel, (x, y, out), lambda: torch.add(x, y, out=ref)
 
 
 STEPS = (pypto.abs, lambda t: t * 0.5, lambda t: t + 1.0, pypto.sqrt)  # bounded values, one op each

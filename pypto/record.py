@@ -132,7 +132,8 @@ class CacheInfo:
     ``hits`` / ``misses`` count calls (a miss compiled a version); ``entries`` the cached versions
     in compile order (``versions`` / ``currsize``: how many); ``calls`` the recent call log;
     ``maxsize`` the kernel's bound (None: unbounded) and ``evictions`` the versions dropped to keep
-    within it since the last ``cache_clear()``.
+    within it since the last ``cache_clear()``; ``workspace_bytes`` the bytes of workspaces and
+    leaf temporaries the cached plans keep for their next call, within ``workspace_limit``.
     """
 
     hits: int
@@ -141,6 +142,8 @@ class CacheInfo:
     calls: tuple = ()
     maxsize: Optional[int] = None
     evictions: int = 0
+    workspace_bytes: int = 0
+    workspace_limit: Optional[int] = None
 
     @property
     def currsize(self) -> int:
@@ -163,6 +166,9 @@ class CacheInfo:
             lines.append(f"  [{e.hits} hit(s), compiled in {e.compile_seconds * 1e3:.1f} ms] {e.key}")
             for served in e.served_shapes():
                 lines.append(f"      {served.shapes}: {served.calls} call(s), {served.hits} hit(s)")
+        if self.workspace_limit is not None:
+            lines.append(f"  workspaces kept for the next call: {self.workspace_bytes / 2 ** 20:.1f} MiB "
+                         f"of {self.workspace_limit / 2 ** 20:.0f} MiB")
         return "\n".join(lines)
 
 

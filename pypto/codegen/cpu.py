@@ -97,8 +97,38 @@ def _fits(x, y) -> bool:
     return all(b == 1 or b == a for a, b in zip(xs[len(xs) - len(ys):], ys))
 
 
+def _into(into, compute, ins, attrs, ev, dst, dt):
+    """An op whose result is a leaf output: computed straight into ``dst`` (the output's view of its
+    GM tensor) when the result has exactly its shape and dtype, else into a fresh tile as usual."""
+    if dst is not None and dst.dtype is dt and ins[0].shape == dst.shape:
+        for x in ins:  # (torch refuses out= for an operand that requires grad)
+            if x.requires_grad or not _fits(dst, x):
+                return compute(ins, attrs, ev)
+        return into(ins, attrs, ev, dst)
+    return compute(ins, attrs, ev)
+
+
+def _reuse(into, compute, ins, attrs, ev, W, i, dt):
+    """A temporary of op ``i``: computed into the tile it made at the step's previous call (``W``,
+    {op index: tile}, kept by the plan within its workspace budget) when that has the result's shape,
+    else into a fresh tile, which ``W`` keeps for the next call."""
+    if W is None:
+        return compute(ins, attrs, ev)
+    buf = W.get(i)
+    if buf is not None and ins[0].shape == buf.shape:
+        for x in ins:
+            if x.requires_grad or not _fits(buf, x):
+                break
+        else:
+            return into(ins, attrs, ev, buf)
+    r = compute(ins, attrs, ev)
+    if r.dtype is dt and r._base is None and r.is_contiguous() and not any(r is x for x in ins):
+        W[i] = r
+    return r
+
+
 RUNTIME = {"_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole,
-           "_reshape_batch": _reshape_batch, "_fits": _fits, "torch": torch}
+           "_reshape_batch": _reshape_batch, "_fits": _fits, "_into": _into, "_reuse": _reuse, "torch": torch}
 
 
 def _local_names(leaf) -> dict:
@@ -116,7 +146,7 @@ def _local_names(leaf) -> dict:
 def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
     """(Python source, its constants) of the executable form of ``leaf`` for ``nb`` batch dims."""
     name = f"{leaf.name}{'_' + variant if variant else ''}"
-    lines = [f"def {name}(P, ev, B, S):",
+    lines = [f"def {name}(P, ev, B, S, O=None, W=None):",
              f"    \"\"\"{leaf.core} leaf {leaf.name}{' (' + variant + ' variant)' if variant else ''}: "
              f"P[i] is GM param i as [*B, *tile] ({nb} batch dim{'s' if nb != 1 else ''}).\"\"\"",
              "    out = {}"]
@@ -139,24 +169,64 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
                 if op.kind in MOVES:
                     aliased.add(names[a.local_key])
     owned = set()  # buffers holding a tensor the leaf created itself
+    # buffer -> (line, op index) of the op that made its storage, when that op can compute into a
+    # given tensor: into its output's view when the buffer ends up there, else into a tile kept
+    # from the step's previous call (see _storage_line)
+    roots: dict = {}
+    claimed: dict = {}  # root -> the output param whose view it computes into
     for i, op in enumerate(leaf.ops):
         ins = [ref(i, "in", k, a) for k, a in enumerate(op.inputs)]
         outs = [ref(i, "out", k, a) for k, a in enumerate(op.outputs)]
         kind = op.kind
         if kind in MOVES:
             lines.append(f"    {outs[0]} = {ins[0]}  # {kind}: {op.inputs[0].mem} -> {op.outputs[0].mem}")
+            root = roots.get(ins[0])
+            if outs[0].startswith("out[") and root is not None and root not in claimed:
+                claimed[root] = leaf.param_of[(i, "out", 0)]
         elif _in_place(op, ins, outs, i, last_use, owned, aliased):
             lines += _in_place_lines(i, op, ins, outs, consts, nb)
             owned.add(outs[0])
+            if ins[0] in roots:  # the same storage, one more op on it
+                roots[outs[0]] = roots[ins[0]]
         else:
             lines += _op_lines(i, op, ins, outs, consts, nb)
             if REGISTRY[kind].inplace is not None and len(outs) == 1:
                 owned.add(outs[0])  # ops with an in-place form return fresh tensors
+            if _can_write_direct(op, outs, nb):
+                roots[outs[0]] = (len(lines) - 1, i)
         dead = [x for x in dict.fromkeys(ins) if last_use.get(x) == i]
         if dead:
             lines.append(f"    del {', '.join(dead)}")
+    for root in set(roots.values()):
+        line, i = root
+        lines[line] = _storage_line(lines[line], i, claimed.get(root), consts, REGISTRY[leaf.ops[i].kind].into)
     lines.append("    return out")
     return "\n".join(lines) + "\n", consts
+
+
+def _can_write_direct(op, outs, nb) -> bool:
+    """Can op ``op`` compute into a caller-given output view? It needs an ``into`` form, one local
+    result, and operands and result of one dtype (no fp32 detour of a half type)."""
+    d = REGISTRY[op.kind]
+    if d.into is None or len(outs) != 1 or outs[0].startswith("out[") or op.kind in WHOLE:
+        return False
+    dt = op.outputs[0].value.dtype
+    return all(a.value.dtype is dt for a in op.inputs) and not (d.fp32_math and dt.short in _HALF) \
+        and all(len(a.shape) == len(op.outputs[0].shape) for a in op.inputs)
+
+
+def _storage_line(line, i, p, consts, into) -> str:
+    """The line of op ``i`` (``X = F{i}([...], A{i}, ev)``) rewritten to compute into output ``p``'s
+    view when the runtime passes one (``O``), or (``p`` None: a temporary) into the tile the op
+    made at the step's previous call, kept in ``W``."""
+    target, call = line.split(" = ", 1)
+    prefix = f"F{i}(["
+    assert call.startswith(prefix) and call.endswith(f"], A{i}, ev)"), line
+    args = call[len(prefix):-len(f"], A{i}, ev)")]
+    consts[f"T{i}"] = into
+    if p is None:
+        return f"{target} = _reuse(T{i}, F{i}, [{args}], A{i}, ev, W, {i}, D{i}[0])"
+    return f"{target} = _into(T{i}, F{i}, [{args}], A{i}, ev, O[{p}] if O is not None else None, D{i}[0])"
 
 
 def _in_place(op, ins, outs, i, last_use, owned, aliased) -> bool:

@@ -15,6 +15,8 @@ rest of the process:
 * kernels with ``runtime_options={"run_mode": pypto.RunMode.NPU}`` run on pypto's CPU
   simulator instead of raising :class:`pypto.BackendUnavailableError` (through the
   :mod:`pypto.backend` stand-in hook);
+* fp16/bf16 matmuls sum in torch's CPU order (`pypto.ops.matmul.set_half_sum_order`), so they
+  agree bit for bit with the torch CPU goldens upstream's scripts compute;
 * kernels that choose ``pypto.RunMode.SIM`` write upstream's cost-model swimlane into the output
   folder, as upstream's simulation does on every run (see :mod:`pypto.artefacts`);
 * Python processes this one starts (``subprocess``, ``multiprocessing``) get the emulated NPU when
@@ -65,6 +67,10 @@ def install() -> None:
     topk.install()
     backend.set_npu_stand_in(_SimulatorStandIn())
     artefacts.set_emulated_npu(True)
+    # upstream's goldens are torch matmuls on the NPU (the same cube); here they are torch's CPU
+    # matmuls, so half-precision matmuls sum in torch's CPU order
+    from ..ops.matmul import set_half_sum_order
+    set_half_sum_order("torch")
     _share_with_children()
     _installed = True
     print(NOTICE, file=sys.stderr, flush=True)

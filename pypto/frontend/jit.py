@@ -34,6 +34,7 @@ from ..passes.dump import dump_compiled
 from ..passes.pipeline import lower
 from ..runtime.argument_overlap import refuse_written_overlaps
 from ..runtime.execute import LoweredExecutor
+from ..runtime.workspace_budget import DEFAULT_BYTES as DEFAULT_WORKSPACE_BYTES, WorkspaceBudget, check_budget
 from ..runtime.verify import verify
 from .checks import check_source
 from .compile import monitor_compile
@@ -121,7 +122,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
     _kernel_module_cache = _EveryKernelsVersions()
 
     def __init__(self, fn: Callable, *, _scope_locals: dict | None = None, cache_maxsize=DEFAULT_MAXSIZE,
-                 **jit_options):
+                 workspace_bytes=DEFAULT_WORKSPACE_BYTES, **jit_options):
         scope = getattr(fn, "__pypto_options__", None)
         if scope is not None:  # @pypto.jit over @pypto.options(...): trace the function itself
             fn = fn.__wrapped__
@@ -160,6 +161,8 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         self._guard_names = tuple(sorted(n for n in _code_names(code) if isinstance(fn.__globals__.get(n), _SIMPLE)))
         # compiled versions: LRU-bounded, one compile per key when threads race (version_cache.py)
         self._versions = VersionCache(check_maxsize(cache_maxsize, loc=self.loc), self._evicted)
+        # what every version's plans keep between calls, bounded in bytes (runtime/workspace_budget.py)
+        self._workspace = WorkspaceBudget(check_budget(workspace_bytes, loc=self.loc))
         self._hits = 0
         self._misses = 0
         self._opts = (-1, None, None, False, None, False)
@@ -282,6 +285,18 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
     def cache_maxsize(self, value) -> None:
         self._versions.resize(check_maxsize(value))
 
+    @property
+    def workspace_bytes(self) -> int:
+        """How many bytes of workspaces and leaf temporaries this kernel's cached calls keep for the
+        next call with the same sizes (default 256 MiB; least recently used plans' out first; 0:
+        every call allocates). Set it (``kernel.workspace_bytes = 1 << 30``) or give it to
+        ``pypto.jit``; ``cache_info()`` shows what is held."""
+        return self._workspace.limit
+
+    @workspace_bytes.setter
+    def workspace_bytes(self, value) -> None:
+        self._workspace.resize(check_budget(value))
+
     def _check_runtime_dict(self) -> None:
         """Compare the decorator's runtime_options dict with what was last validated."""
         live = self._live_runtime
@@ -400,7 +415,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         if lowered is not None:  # None: host_options compile_stage stopped before code generation
             compiled.source = lowered.sources
             compiled.lowered = lowered
-            compiled.executor = LoweredExecutor(lowered, opts)
+            compiled.executor = LoweredExecutor(lowered, opts, self._workspace)
         compiled.compile_seconds = time.perf_counter() - t0
         monitor_compile(compiled.compile_seconds, opts)
         compiled.dump_dir = dump_compiled(compiled, opts)  # debug_options: compile_debug_mode, dump_pass_graph
@@ -464,7 +479,8 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         order; ``maxsize`` (`cache_maxsize`) and ``evictions`` (versions dropped to make room)."""
         versions = self._versions
         return CacheInfo(self._hits, self._misses, versions.entries(), tuple(self.call_log),
-                         maxsize=versions.maxsize, evictions=versions.evictions)
+                         maxsize=versions.maxsize, evictions=versions.evictions,
+                         workspace_bytes=self._workspace.held, workspace_limit=self._workspace.limit)
 
     def cache_clear(self) -> None:
         """Drop every compiled version (with everything they hold: plans, per-call-site tables) and
@@ -699,7 +715,8 @@ def _options_error(key, loc):
 
 
 def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=None, runtime_options=None,
-        verify_options=None, debug_options=None, cache_maxsize=DEFAULT_MAXSIZE, **kwargs):
+        verify_options=None, debug_options=None, cache_maxsize=DEFAULT_MAXSIZE,
+        workspace_bytes=DEFAULT_WORKSPACE_BYTES, **kwargs):
     """Compile a PyPTO kernel on first call and cache it per static signature.
 
     Spellings: ``@pypto.jit``, ``@pypto.jit(runtime_options={...})`` and ``pypto.jit(fn, ...)``.
@@ -711,6 +728,9 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
     ``cache_maxsize`` bounds the compiled versions the kernel keeps (default `DEFAULT_MAXSIZE`,
     ``None`` = unbounded): beyond it the least recently used version is dropped (a later call
     with its signature compiles again) and ``cache_info().evictions`` counts it.
+    ``workspace_bytes`` bounds what cached calls keep for the next call (GM workspaces and leaf
+    temporaries, reused instead of allocated again; default 256 MiB per kernel, see
+    `JitFunction.workspace_bytes`).
     """
     groups = dict(codegen_options=codegen_options, host_options=host_options, pass_options=pass_options,
                   runtime_options=runtime_options, verify_options=verify_options, debug_options=debug_options)
@@ -720,7 +740,8 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
     scope_locals = dict(sys._getframe(1).f_locals)
 
     def wrap(fn):
-        return JitFunction(fn, _scope_locals=scope_locals, cache_maxsize=cache_maxsize, **groups)
+        return JitFunction(fn, _scope_locals=scope_locals, cache_maxsize=cache_maxsize,
+                           workspace_bytes=workspace_bytes, **groups)
 
     if dyn_func is None:
         if kwargs:  # validate unknown keywords at decoration time, not at first call

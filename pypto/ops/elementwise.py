@@ -133,10 +133,28 @@ def _binary_inplace(name):
     return inplace
 
 
+def _binary_into(name):
+    """``name`` into ``dst``, an output view whose shape every operand broadcasts to (the
+    generated code checks that)."""
+    fn = None
+
+    def into(ins, attrs, ev, dst):
+        nonlocal fn
+        if fn is None:  # torch is imported lazily: bind the function on first use
+            fn = getattr(torch, name)
+        if len(ins) == 2:
+            return fn(ins[0], ins[1], out=dst)
+        t = ins[0]
+        s = torch.tensor(ev(attrs["scalar"]), dtype=t.dtype) if not t.dtype.is_floating_point \
+            else torch.tensor(float(ev(attrs["scalar"])), dtype=t.dtype)
+        return fn(s, t, out=dst) if attrs["scalar_first"] else fn(t, s, out=dst)
+    return into
+
+
 for _name, _dts in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("div", FLOATS), ("maximum", NUMERIC),
                     ("minimum", NUMERIC)):
     register(_name, kind="vector", fp32_math=True, dtypes=_dts,
-             inplace=_binary_inplace(_name))(_binary_compute(_name))
+             inplace=_binary_inplace(_name), into=_binary_into(_name))(_binary_compute(_name))
 
 
 # ---- comparisons -----------------------------------------------------------------------------------
@@ -211,8 +229,15 @@ def _unary_inplace(name):
     return inplace
 
 
+def _unary_into(name):
+    def into(ins, attrs, ev, dst):
+        return getattr(torch, name)(ins[0], out=dst)
+    return into
+
+
 for _name, (_fn, _dts) in _UNARY.items():
-    register(_name, kind="vector", fp32_math=True, dtypes=_dts, inplace=_unary_inplace(_fn))(_unary_compute(_fn))
+    register(_name, kind="vector", fp32_math=True, dtypes=_dts, inplace=_unary_inplace(_fn),
+             into=_unary_into(_fn) if _fn != "relu" else None)(_unary_compute(_fn))  # torch.relu has no out=
 
 
 def neg(input):

@@ -19,6 +19,35 @@ from .registry import register
 OUT_DTYPES = {DT_FP16: (DT_FP16, DT_FP32, DT_BF16, DT_INT8), DT_BF16: (DT_BF16, DT_FP32, DT_FP16, DT_INT8),
               DT_FP32: (DT_FP32, DT_FP16, DT_BF16, DT_INT8), DT_INT8: (DT_INT32, DT_FP16, DT_INT8)}
 
+HALF_SUM_ORDERS = ("fp32", "torch")
+# How an fp16/bf16 matmul sums (see set_half_sum_order); a one-element list, read by every leaf call
+_half_sum_order = ["fp32"]
+
+
+def set_half_sum_order(order: str) -> None:
+    """Choose how fp16/bf16 matmuls without an epilogue add up their fp32 products.
+
+    Both ways accumulate in fp32 and round once, as the cube does; they differ only in the order of
+    the additions, which decides the rounding of the rare sums that fall next to a half-way point:
+
+    * ``"fp32"`` (default): the operands upcast, one fp32 matmul, one rounding: fp32 speed;
+    * ``"torch"``: torch's own CPU half-precision matmul (4 interleaved fp32 partial sums over K),
+      so results agree bit for bit with a golden computed by torch on the CPU, at the speed of
+      torch's half matmul (tens of times slower on CPUs without bf16 instructions).
+      ``pypto.emulate`` picks it: there the goldens of upstream's scripts are torch CPU matmuls,
+      as on the device they are the same cube's.
+    """
+    if order not in HALF_SUM_ORDERS:
+        from ..errors import OptionError
+        raise OptionError("pypto.ops.matmul.set_half_sum_order: unknown order",
+                               expected=" or ".join(map(repr, HALF_SUM_ORDERS)), got=repr(order), param="order")
+    _half_sum_order[0] = order
+
+
+def half_sum_order() -> str:
+    """The current order of `set_half_sum_order`."""
+    return _half_sum_order[0]
+
 
 def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matrix_nz=False,
            extend_params=None):
@@ -117,10 +146,22 @@ def check_bias(attrs, ev):
                                           f"{E.render(attrs['bias_check'][1])})", got=f"{bn} and {n}")
 
 
+def _shared_batch(x):
+    """``x`` with every batch dim it only repeats (stride 0: the same matrix for each instance, e.g.
+    the weights of a loop over row blocks) cut to size 1, which matmul broadcasts: upcasting it then
+    converts one matrix, not one copy per instance."""
+    for d in range(x.dim() - 2):
+        if x.stride(d) == 0 and x.shape[d] > 1:
+            x = x.narrow(d, 0, 1)
+    return x
+
+
 @register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8))
 def _matmul(ins, attrs, ev):
     """Matrix product with fp32 (int32) accumulation over the valid K extent."""
-    a, b = ins[0], ins[1]
+    a, b = _shared_batch(ins[0]), _shared_batch(ins[1])
+    if b.dim() > 2 and a.dim() >= b.dim() and all(n == 1 for n in b.shape[:-2]):
+        b = b.reshape(b.shape[-2:])  # one matrix: torch folds a's batch into M, one large GEMM
     if "k_check" in attrs:
         check_k(attrs, ev)
     if "bias_check" in attrs:
@@ -135,12 +176,9 @@ def _matmul(ins, attrs, ev):
         out = torch.matmul(a.to(torch.int32), b.to(torch.int32))
     elif "tf32" in attrs:
         out = torch.matmul(round_to_tf32(a.float(), attrs["tf32"]), round_to_tf32(b.float(), attrs["tf32"]))
-    elif attrs.get("same_dtype") and a.dtype == b.dtype and a.dtype in (torch.float16, torch.bfloat16):
-        # fp16/bf16 -> same dtype with no epilogue: torch's own half-precision matmul also
-        # accumulates in fp32 and rounds once, and it sums in the same order whichever tiles it is
-        # given, so results match a torch golden bit for bit where fp32-then-round would differ by
-        # one ulp now and then (upstream's bf16 FFN example checks at a tolerance below one ulp)
+    elif (_half_sum_order[0] == "torch" and attrs.get("same_dtype") and a.dtype == b.dtype
+          and a.dtype in (torch.float16, torch.bfloat16)):
         return torch.matmul(a, b)
-    else:
+    else:  # fp32 accumulation; the leaf rounds once to the declared dtype
         out = torch.matmul(a.float(), b.float())
     return apply_epilogue(out, ins, attrs)

@@ -67,7 +67,11 @@ def softmax(input, dim=-1):
     return emit("softmax", [input], [(input.dtype, v.shape, v.valid_shape)], {"dim": d})
 
 
-@register("softmax", kind="vector", fp32_math=True, dtypes=FLOATS)
+def _softmax_into(ins, attrs, ev, dst):
+    return torch.softmax(ins[0], dim=attrs["dim"], out=dst)
+
+
+@register("softmax", kind="vector", fp32_math=True, dtypes=FLOATS, into=_softmax_into)
 def _softmax(ins, attrs, ev):
     """Softmax over one dim of the valid region."""
     return torch.softmax(ins[0], dim=attrs["dim"])

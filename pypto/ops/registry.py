@@ -36,20 +36,25 @@ class OpDef:
     # the same op computed into ins[0] (a buffer the leaf no longer needs): generated code uses it
     # to save a tile's memory when the first operand dies here; None when there is no such form
     inplace: Optional[Callable] = None
+    # the same op computed into a given destination ``into(ins, attrs, ev, dst)`` (a view of the GM
+    # tensor the result goes to, of the result's shape and dtype): generated code uses it so that
+    # a leaf's result is written where it belongs instead of into a fresh tile copied there
+    into: Optional[Callable] = None
 
 
 REGISTRY: dict[str, OpDef] = {}
 
 
 def register(name: str, *, kind: str, fp32_math: bool = False, dtypes: tuple[DType, ...] | None = None,
-             aliases_input: bool = False, writes_input: int | None = None, inplace: Callable | None = None):
+             aliases_input: bool = False, writes_input: int | None = None, inplace: Callable | None = None,
+             into: Callable | None = None):
     """Decorator registering ``compute`` as the reference semantics of op ``name``."""
 
     def deco(compute: Callable) -> Callable:
         if name in REGISTRY:
             raise RuntimeError(f"op {name!r} registered twice")
         REGISTRY[name] = OpDef(name, kind, compute, fp32_math, dtypes, (compute.__doc__ or "").strip(),
-                               aliases_input, writes_input, inplace=inplace)
+                               aliases_input, writes_input, inplace=inplace, into=into)
         return compute
 
     return deco

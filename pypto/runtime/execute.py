@@ -27,9 +27,9 @@ from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
 from .regions import RegionIndex
+from .workspace_budget import WorkspaceBudget
 
 PLAN_CACHE_SIZE = 16  # distinct size sets kept per compiled kernel
-REUSE_WORKSPACE_BYTES = 64 << 20  # a plan keeps its workspaces between calls up to this size
 
 
 class RunInfo:
@@ -43,12 +43,33 @@ class RunInfo:
 class CallPlan:
     """Everything about a call that depends only on the sizes."""
 
-    __slots__ = ("layout", "steps", "stream", "done", "returns", "final_env", "info", "spare")
+    __slots__ = ("layout", "steps", "stream", "done", "returns", "final_env", "info", "spare", "_last",
+                 "__weakref__")
 
     def __init__(self, layout, steps, stream, done, returns, final_env, info):
         self.layout, self.steps, self.stream, self.done = layout, steps, stream, done
         self.returns, self.final_env, self.info = returns, final_env, info
-        self.spare = None  # the workspaces of the last call, reused by the next one (small plans)
+        # (workspaces, per-step temporaries) of the last call, reused by the next one as far as
+        # the kernel's workspace budget allows (workspace_budget.py); None while a call has them
+        self.spare = None
+        self._last = None  # what the call handing its tensors back offers (see store)
+
+    def offer(self, slabs, scratch) -> list:
+        """Item sizes for the budget: the workspaces (one item), then each temporary."""
+        self._last = (slabs, scratch, [(n, i) for n, w in enumerate(scratch) for i in w])
+        return [sum(t.nbytes for t in slabs)] + [scratch[n][i].nbytes for n, i in self._last[2]]
+
+    def store(self, grant) -> None:
+        slabs, scratch, where = self._last
+        self._last = None
+        for (n, i), ok in zip(where, grant[1:]):
+            if not ok:
+                del scratch[n][i]
+        self.spare = (slabs if grant[0] else None, scratch)
+
+    def release(self) -> None:
+        """Drop the kept tensors (the budget makes room for another plan)."""
+        self.spare = None
 
 
 def _reads_elements(lowered) -> bool:
@@ -81,8 +102,9 @@ def _order(steps, where):
 class LoweredExecutor:
     """Runs the lowered program of a kernel; same interface as the reference executor."""
 
-    def __init__(self, lowered, options):
+    def __init__(self, lowered, options, budget: WorkspaceBudget | None = None):
         self.lowered = lowered
+        self.budget = budget if budget is not None else WorkspaceBudget()
         self.max_roots = int(options.get("runtime", "stitch_function_max_num"))
         self.vso = bool(options.get("runtime", "valid_shape_optimize"))
         self._mine = threading.local()  # what this thread's last call ran (threads may share a kernel)
@@ -137,18 +159,23 @@ class LoweredExecutor:
             plan = self._plan(tensors, env, max_roots, vso, serial, same)
             self._plans[key] = plan
             if len(self._plans) > PLAN_CACHE_SIZE:
-                self._plans.popitem(last=False)
+                self.budget.forget(self._plans.popitem(last=False)[1])
         else:
             try:
                 self._plans.move_to_end(key)
             except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
                 pass
-        slabs, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
+        taken, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
+        slabs, scratch = taken if taken is not None else (None, None)
         slabs = plan.layout.refill(slabs) if slabs is not None else plan.layout.allocate()
+        if scratch is None:
+            scratch = [{} for _ in plan.steps]
         work = list(tensors) + slabs
-        run_steps(plan.steps, work)
-        if plan.layout.nbytes <= REUSE_WORKSPACE_BYTES:  # fresh pages cost more than a zero fill
-            plan.spare = slabs
+        run_steps(plan.steps, work, scratch, direct=not (same or serial))
+        if slabs or any(scratch):
+            self.budget.keep(plan, plan.offer(slabs, scratch))
+        else:  # nothing to keep: the next call takes the same (empty) scratch, no bytes counted
+            plan.spare = (None, scratch)
         memory = Memory(plan.layout, work)
         self._ran((plan.done, plan.info), plan.stream, memory)
         if plan.returns is None:
@@ -218,7 +245,7 @@ class LoweredExecutor:
             steps = planner.plan(batch, level if not serial else list(range(len(batch))))
             for k, v in planner.variant_counts.items():
                 variant_counts[k] += v
-            run_steps(steps, memory.tensors)
+            run_steps(steps, memory.tensors, direct=not (same or serial))
             all_steps.extend(steps)
 
         def load(param, indices):

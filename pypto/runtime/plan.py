@@ -137,12 +137,18 @@ class Step:
     """One batched leaf call: views of every operand (storage, size, stride, offset), the batch
     shape ``B``, the created tile shapes ``S``, and the ``tasks`` it runs."""
 
-    __slots__ = ("fn", "ev", "B", "S", "ins", "outs", "alias", "tasks", "leaf", "variant", "tiles", "nparams")
+    __slots__ = ("fn", "ev", "B", "S", "ins", "outs", "alias", "tasks", "leaf", "variant", "tiles", "nparams",
+                 "direct")
 
     def __init__(self, fn, ev, B, S, ins, outs, alias, tasks, leaf, variant, tiles, nparams):
         self.fn, self.ev, self.B, self.S, self.ins, self.outs = fn, ev, B, S, ins, outs
         self.alias, self.tasks, self.leaf, self.variant, self.tiles = alias, tasks, leaf, variant, tiles
         self.nparams = nparams
+        # the leaf may write its outputs' views directly: nothing it reads shares their storage, no
+        # two outputs share one, and no view repeats an element (a stride-0 dim)
+        out_sids = [v[1] for v in outs]
+        self.direct = (not alias and len(set(out_sids)) == len(out_sids)
+                       and all(st != 0 or n <= 1 for v in outs for n, st in zip(v[2], v[3])))
 
 
 def _evaluator(env, load):
@@ -330,15 +336,26 @@ def _product(lists):
 
 # ---- running steps -----------------------------------------------------------------------------------------
 
-def run_steps(steps, tensors):
-    """Execute ``steps`` on the GM ``tensors`` (storage index -> tensor)."""
+def run_steps(steps, tensors, scratch=None, direct=True):
+    """Execute ``steps`` on the GM ``tensors`` (storage index -> tensor). A step that reads no
+    storage it writes hands the leaf its output views (``O``): ops that can compute straight into
+    them do, and such a result needs no copy. ``scratch`` (one dict per step, or None) holds the
+    temporaries of each step's previous call, which its ops compute into again. ``direct`` False:
+    some of ``tensors`` share memory (the caller passed one tensor twice, or overlapping ones), so
+    no leaf writes an output before it has read everything."""
     offsets = [t.storage_offset() for t in tensors]
-    for step in steps:
+    for n, step in enumerate(steps):
         P = [None] * step.nparams
         for p, sid, size, stride, off in step.ins:
             P[p] = tensors[sid].as_strided(size, stride, offsets[sid] + off)
+        if direct and step.direct:
+            O = [None] * step.nparams
+            for p, sid, size, stride, off in step.outs:
+                O[p] = tensors[sid].as_strided(size, stride, offsets[sid] + off)
+        else:
+            O = None
         try:
-            res = step.fn(P, step.ev, step.B, step.S)
+            res = step.fn(P, step.ev, step.B, step.S, O, scratch[n] if scratch is not None else None)
         except Exception as e:  # a leaf that fails names the op of the user's kernel
             from ..errors import PyptoError
             if isinstance(e, PyptoError):
@@ -349,7 +366,12 @@ def run_steps(steps, tensors):
         nb = len(step.B)
         for p, sid, size, stride, off in step.outs:
             r = res[p]
-            dst = tensors[sid].as_strided(size, stride, offsets[sid] + off)
+            if O is not None:
+                dst = O[p]
+                if r is dst:  # computed in place
+                    continue
+            else:
+                dst = tensors[sid].as_strided(size, stride, offsets[sid] + off)
             if r.shape != size:
                 if r.dim() < dst.dim():  # e.g. a cube result [m, n] for a [1, m, n] workspace tile
                     r = r.reshape(tuple(r.shape[:nb]) + (1,) * (dst.dim() - r.dim()) + tuple(r.shape[nb:]))

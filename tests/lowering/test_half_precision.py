@@ -122,3 +122,33 @@ def test_half_matmul_accumulates_in_fp32(dt, tol):
     compiled = mm.inspect(a, b, out)
     assert any(leaf.core == "AIC" for leaf in compiled.lowered.leaves.values())
     C.check_all(compiled)
+
+
+def test_each_reader_of_a_half_tensor_gets_the_value_upstreams_autocast_gives_it():
+    """Issue 20, D2: with ``t = x - 3.0`` in fp16, the sub that reads ``t`` through the cast chain
+    gets the unrounded fp32 value (upstream's RemoveRedundantCastChain), while maximum and where,
+    which have fp16 forms, read the rounded copy; a user cast gives every reader the rounded value.
+    Each output is modelled exactly, as the device computes it."""
+    S = [16, 16]
+
+    @pypto.jit
+    def two_readers(x: pypto.Tensor(S, FP16), y: pypto.Tensor(S, FP16), a: pypto.Tensor(S, FP16),
+                    b: pypto.Tensor(S, FP16), c: pypto.Tensor(S, FP16)):
+        pypto.set_vec_tile_shapes(16, 16)
+        t = x - 3.0
+        a[:] = t - pypto.maximum(t, t)
+        b[:] = t - pypto.where(t < 1.0, t, y)
+        r = pypto.cast(pypto.cast(t, FP32), FP16)  # the user's own rounding: never removed
+        c[:] = r - pypto.maximum(r, r)
+
+    g = torch.Generator().manual_seed(11)
+    x = (torch.rand(*S, generator=g) * 8).half()
+    y = (torch.rand(*S, generator=g) * 8).half()
+    a, b, c = (torch.full(S, 9.0, dtype=torch.float16) for _ in range(3))
+    two_readers(x, y, a, b, c)
+    t32 = x.float() - 3.0  # what the fp32 chain holds
+    t16 = t32.half().float()  # the rounded copy native fp16 ops read
+    torch.testing.assert_close(a, (t32 - t16).half(), rtol=0, atol=0)
+    torch.testing.assert_close(b, (t32 - torch.where(t16 < 1.0, t16, y.float())).half(), rtol=0, atol=0)
+    torch.testing.assert_close(c, torch.zeros(S, dtype=torch.float16), rtol=0, atol=0)
+    assert (a != 0).any()  # the two values really differ (x has bits below fp16's step at |t| < |x|)
