@@ -20,7 +20,7 @@ from .._lazy import torch
 from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
-from ..ir.guards import checker
+from ..ir.guards import checker, input_loader
 from ..ops.registry import REGISTRY
 from .argument_overlap import remap_keys, separate_overlaps
 from .control import Stitcher, walk
@@ -116,7 +116,8 @@ class LoweredExecutor:
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
         of this call (runtime options such as stitching are read per call, not per compile)."""
         if self.check_sizes is not None:
-            self.check_sizes(env)
+            self.check_sizes(env, input_loader(self.lowered.program.params, self.lowered.written_params, tensors)
+                             if self.check_sizes.reads_elements else None)
         knobs = self._knobs
         if knobs[0] is not options:  # read once per resolved options object
             if options is not None:
