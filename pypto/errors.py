@@ -278,3 +278,8 @@ class BackendUnavailableError(PyptoRtError, RuntimeError):
 
 class KernelRuntimeError(PyptoRtError, RuntimeError):
     """A failure while the compiled program runs (for example an element read out of range)."""
+
+
+class MemoryBudgetError(PyptoRtError, MemoryError):
+    """A call that would allocate more host memory than ``runtime_options['memory_budget_mb']``
+    allows (a dense copy of a strided argument, the call's workspace), refused before allocating."""

@@ -23,6 +23,7 @@ from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
 from ..ir.guards import checker, input_loader
 from ..ops.registry import REGISTRY
 from .argument_overlap import remap_keys, separate_overlaps
+from .budget import require_fits
 from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
@@ -145,6 +146,8 @@ class LoweredExecutor:
             except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
                 pass
         slabs, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
+        if slabs is None:  # a fresh workspace: within the memory budget (budget.py) before allocating
+            require_fits(plan.layout.nbytes, "the workspace of this call", options)
         slabs = plan.layout.refill(slabs) if slabs is not None else plan.layout.allocate()
         work = list(tensors) + slabs
         run_steps(plan.steps, work)
