@@ -361,6 +361,8 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
                 check_written(strided, entry.compiled, sig.tensors, self.loc)
                 refuse_written_overlaps(entry.compiled.lowered, tensors, strided)
             check_outputs(entry.compiled, sig.tensors, tensors, dict(strided or ()), self.loc)
+        if any(t.requires_grad for t in tensors):  # the kernel reads values and records no autograd graph
+            tensors = [t.detach() if t.requires_grad else t for t in tensors]
         return entry, tensors, env, reason is None, reason, strided
 
     def _at_call_site(self, error: PyptoError) -> PyptoError:
@@ -497,7 +499,10 @@ def _fast_bind(kernel, fast, args):
             return None
     if closure and _closure_key(kernel.fn) != closure:
         return None
-    return binder(args)
+    try:
+        return binder(args)
+    except RuntimeError:  # a tensor torch cannot answer is_contiguous() for (sparse): the full path says why
+        return None
 
 
 def _stopped_by(error: BaseException) -> str:
@@ -610,6 +615,10 @@ def _bind_tensors(sig: Signature, raw: list, loc, opts=None):
                 raise ArgumentTypeError(f"tensor argument '{spec.param}' ({_ordinal(n)} tensor) is not a tensor",
                                         expected="a CPU torch.Tensor (or numpy array)",
                                         got=type(t).__name__, param=spec.param, loc=loc)
+        if t.layout is not _torch.strided:  # sparse (COO, CSR ...) or mkldnn: no dense memory to address
+            raise ArgumentTypeError(f"tensor argument '{spec.param}' is a {str(t.layout).replace('torch.', '')} tensor",
+                                    expected="a dense (strided) CPU tensor", got=f"layout {t.layout}",
+                                    param=spec.param, loc=loc, hint=f"pass {spec.param}.to_dense()")
         if not t.is_cpu:
             raise ArgumentTypeError(f"tensor argument '{spec.param}' is on device {t.device}",
                                     expected="a CPU tensor (this build simulates the NPU on the CPU)",

@@ -274,6 +274,7 @@ def _mismatch(g, env, load=None):
     hint = ("a DYNAMIC dim never broadcasts: a size of 1 at run time is not expanded (broadcasting is "
             "decided at compile time; annotate the dim as 1 to broadcast it)") if 1 in (a, b) and g.rel == "eq" else None
     head = "sizes differ at run time (the kernel needs them equal" if g.rel == "eq" else \
+        "a size is below what the op needs at run time (an empty dim" if not isinstance(g.lhs, E.Expr) else \
         "the value does not fit at run time (it would be cut"
     got = _values(g, la, a, lb, b)
     if g.loops:  # which iteration, and the sizes behind it
