@@ -60,8 +60,6 @@ def amin(input, dim=-1, keepdim=False):
 def dim_reduce_compute(name: str, what: str):
     """Reference semantics ``torch.<name>(x, dim, keepdim)`` over the valid region."""
 
-    fn = getattr(torch, name)
-
     def compute(ins, attrs, ev):
         x, d = ins[0], attrs["dim"]
         if x.shape[d] == 0 and name in EMPTY_REFUSED:
@@ -75,7 +73,7 @@ def dim_reduce_compute(name: str, what: str):
             edge = (-math.inf if name == "amax" else math.inf) if x.dtype.is_floating_point else \
                 (info.min if name == "amax" else info.max)
             return torch.full(shape, edge, dtype=x.dtype)
-        return fn(x, dim=d, keepdim=attrs["keepdim"])
+        return getattr(torch, name)(x, dim=d, keepdim=attrs["keepdim"])
 
     compute.__doc__ = f"{what} over one dim of the valid region."
     return compute
