@@ -100,6 +100,8 @@ class Program:
     # (input, rows): that input has `rows` more rows on axis 0 and the loop reads it that much further
     # (x[b*t + rows:(b+1)*t + rows]); the driver also calls with it one row short, which is refused
     shift: tuple[int, int] | None = None
+    # user text the kernel passes as names (issue 20: never code): pypto.loop(name=..., idx_name=...)
+    loop_name: str | None = None
 
     def refuses_short(self) -> bool:
         """Whether the shifted input one row short must be refused: a binary op combines its tile
@@ -131,6 +133,9 @@ class Program:
             metas.append(result_meta(s, metas))
         return metas
 
+
+# names with quotes, newlines, brackets, keywords, code and non-ASCII letters
+HOSTILE_NAMES = ("a b", "x'y", 'q"\n', "P[0]", "class", "__import__('os').getcwd()", "é名", "env", "b0", "")
 
 # ---- the op catalogue ---------------------------------------------------------------------------
 # kernel: a format string over the operands a, b, c, d and p (the parameter);

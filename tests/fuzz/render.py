@@ -267,7 +267,11 @@ def _scalar_for(op: str, dtype: str):
 def _loop_headers(prog: Program, kernel: bool) -> list[str]:
     lines = []
     for a, t in enumerate(prog.loop_tiles):
-        count = (f"pypto.loop(pypto.ceildiv(x0.shape[{a}], {t}))" if kernel
+        named = ""
+        if prog.loop_name is not None:  # user text as names: the loop's and its index's (one per level)
+            named = f", name={prog.loop_name!r}, idx_name={(prog.loop_name + '#' * a)!r}" if prog.loop_name or a == 0 \
+                else f", name={prog.loop_name!r}"
+        count = (f"pypto.loop(pypto.ceildiv(x0.shape[{a}], {t}){named})" if kernel
                  else f"range(-(-x0.shape[{a}] // {t}))")
         lines.append(f"{IND * (a + 1)}for b{a} in {count}:")
     return lines
