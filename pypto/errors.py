@@ -233,6 +233,12 @@ class ArgumentValueError(FeError, ValueError):
     """A kernel argument whose shape or value does not match its annotation or signature."""
 
 
+class ArgumentBindingError(ArgumentValueError, TypeError):
+    """A call whose arguments do not bind to the kernel's parameters (one missing, too many, an
+    unknown keyword, one given twice): a TypeError as Python's own binding raises, and still the
+    `ArgumentValueError` pypto raised before."""
+
+
 class AnnotationError(FeError, ParserError, TypeError):
     """A kernel signature annotation that pypto cannot understand."""
 
@@ -278,3 +284,8 @@ class BackendUnavailableError(PyptoRtError, RuntimeError):
 
 class KernelRuntimeError(PyptoRtError, RuntimeError):
     """A failure while the compiled program runs (for example an element read out of range)."""
+
+
+class MemoryBudgetError(PyptoRtError, MemoryError):
+    """A call that would allocate more host memory than ``runtime_options['memory_budget_mb']``
+    allows (a dense copy of a strided argument, the call's workspace), refused before allocating."""

@@ -408,6 +408,9 @@ _TABLE: tuple[OptionSpec, ...] = (
        "task.", (1, 1024), **_R),
     _o("runtime", "max_workspace_kb", "int", 0, "> 0: stitch by workspace size instead of by count.",
        (0, _I32), **_R),
+    _o("runtime", "memory_budget_mb", "int", 0, "Most host memory one allocation of a call may take "
+       "(a dense copy of a strided argument, the workspace), in MiB; 0: the memory the machine has "
+       "available when the call allocates.", (0, 1 << 40), **_R),
     _o("runtime", "valid_shape_optimize", "int", 0, "1: full tiles of dynamic loops compiled static, "
        "the tail tile dynamic.", (0, 1)),
     _o("runtime", "ready_on_host_tensors", "list_str", (), "Inputs whose values the host knows, so "

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Start JupyterLab on notebooks/. Extra arguments go to `jupyter lab`,
-# e.g.  scripts/lab.sh --ip 0.0.0.0 --port 8888 --no-browser
+# e.g.  scripts/lab.sh --port 8888 --no-browser
+# It listens on localhost only (Jupyter's default). To reach it from another machine, forward the
+# port over SSH (ssh -L 8888:localhost:8888 host) rather than listening on every interface.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

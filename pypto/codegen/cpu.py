@@ -22,6 +22,7 @@ from types import MappingProxyType
 from ..ops.registry import REGISTRY
 from ..passes.expand import WHOLE
 from .._lazy import torch
+from .names import identifier_part
 
 _HALF = ("fp16", "bf16")
 MOVES = ("copy_in", "copy_out", "l1_to_l0a", "l1_to_l0b")
@@ -132,14 +133,15 @@ RUNTIME = {"_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole":
 
 
 def _local_names(leaf) -> dict:
-    """Local buffer name per local key, in first-use order (readable, unique)."""
+    """Local buffer name per local key, in first-use order (readable, unique). The tensor's name is
+    the user's text: only its word characters enter the source (`names.identifier_part`)."""
     names: dict = {}
     for i, op in enumerate(leaf.ops):
         for role, accs in (("in", op.inputs), ("out", op.outputs)):
             for k, a in enumerate(accs):
                 if (i, role, k) in leaf.param_of or a.local_key in names:
                     continue
-                names[a.local_key] = f"{a.mem.lower()}{len(names)}_{a.value.name}".replace(".", "_")
+                names[a.local_key] = f"{a.mem.lower()}{len(names)}_{identifier_part(a.value.name)}"
     return names
 
 

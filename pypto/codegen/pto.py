@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..passes.buffers import buffer_of
+from .names import listing_text
 
 _MNEMONIC = {"copy_in": "TLOAD", "copy_out": "TSTORE", "l1_to_l0a": "TMOV.L0A", "l1_to_l0b": "TMOV.L0B",
              "matmul": "TMATMUL", "sum": "TROWSUM", "amax": "TROWMAX", "amin": "TROWMIN"}
@@ -37,7 +38,7 @@ def listing(leaf, variant: str = "") -> str:
             p = leaf.param_of.get((i, role, k))
             if p is not None:
                 return f"P{p}[off]{valid}"
-            return names.get(a.local_key, f"%{a.value.name}")
+            return names.get(a.local_key, f"%{listing_text(a.value.name)}")
         outs = [operand("out", k, a) for k, a in enumerate(op.outputs)]
         ins = [operand("in", k, a) for k, a in enumerate(op.inputs)]
         attrs = ", ".join(f"{k}={E.render_attr(v)}" for k, v in op.attrs.items() if k not in ("bcast", "k_check", "bias_check"))

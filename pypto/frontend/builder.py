@@ -16,7 +16,7 @@ from typing import Optional
 from ..errors import KernelSyntaxError, PyptoError, SourceLoc, user_loc
 from ..ir import expr as E
 from ..ir.graph import Block, Branch, Op, TileShapes, Value
-from ..ir.guards import SizeGuard, reduce_to_sizes, size_only
+from ..ir.guards import LoopRange, SizeGuard, reduce_to_sizes, size_only
 from .aliases import InplaceAliases
 
 MAX_PATHS = 256  # per region; each path is compiled separately, so more is almost always a mistake
@@ -146,6 +146,7 @@ class Tracer:
         self.loop_names = loop_names or {}  # (file, line) -> target variable name of a for loop
         self.active_indices: list[str] = []
         self.loop_info: dict = {}
+        self.loop_factors: dict = {}  # loop index -> the loop's unroll factors (ir/guards.LoopRange)
         self._loop_count = 0
         self._names: dict[str, int] = {}
         self.host_bindings: list = []  # declared tensors made handles by .move() while tracing
@@ -225,20 +226,38 @@ class Tracer:
     # ---- size relations ------------------------------------------------------------------------
     def require_equal(self, a, b, what: str, loc=None, rel: str = "eq") -> bool:
         """Record that sizes ``a`` and ``b`` must agree (``a <= b`` for ``rel`` "le") when the
-        path being traced runs (checked before each call, `pypto.ir.guards`); False when the
-        relation cannot be checked."""
+        path being traced runs (checked before each call, `pypto.ir.guards`): reduced to the sizes
+        it needs when both sides have the same form, else kept whole with the enclosing loops (a
+        `LoopRange` each), to be checked for every iteration. False (nothing recorded) for a
+        loop-dependent extent against a static one: the op computes the valid part."""
         a, b = E.simplify_dim(a), E.simplify_dim(b)
         if a == b:
             return True
         loops = set(self.loop_info)
         pairs = reduce_to_sizes(a, b, loops, rel)
-        if pairs is None:
-            return False
-        when = self._size_conditions(loops)
         loc = loc or user_loc(3)
+        if pairs is None:
+            if not (isinstance(a, E.Expr) and isinstance(b, E.Expr)):
+                # a view's tail tile with a tile of static size the kernel made (pypto.full): the
+                # op computes the view's valid part, as upstream's valid shapes do
+                return False
+            # two extents of different forms through loop indices (a view shifted by a row): the
+            # relation is checked for every iteration the enclosing loops run, before the run
+            when = tuple((c, answer) for ex in self._explorers for c, answer, _ in ex.decisions)
+            self.size_guards.append(SizeGuard(a, b, what, loc, when, rel, self._loop_nest()))
+            return True
+        when = self._size_conditions(loops)
         for x, y in pairs:
             self.size_guards.append(SizeGuard(x, y, what, loc, when, rel))
         return True
+
+    def _loop_nest(self) -> tuple:
+        """The `LoopRange` of each enclosing pypto.loop, outermost first."""
+        out = []
+        for index in self.active_indices:
+            start, stop, step, factor = self.loop_info[index]
+            out.append(LoopRange(index, start, stop, step, self.loop_factors.get(index, (1,)), factor))
+        return tuple(out)
 
     def _size_conditions(self, loops) -> tuple:
         """The runtime conditions on sizes of the path being traced; conditions on loop indices or

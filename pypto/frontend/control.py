@@ -126,6 +126,7 @@ def _trace(tracer, loc, start, stop, step, factors, yield_factor, name, idx_name
             tracer.push_block(explorer)
             tracer.active_indices.append(index)
             tracer.loop_info[index] = (start, stop, step, factor)
+            tracer.loop_factors[index] = factors  # the iteration schedule a loop guard replays
             idx = SymbolicScalar(E.Sym(index, nonneg=E.is_nonneg(start)))
             yield (idx, factor) if yield_factor else idx
             tracer.active_indices.pop()

@@ -47,6 +47,7 @@ from .. import scopes as _scopes
 from .signature import Signature
 from .version_cache import DEFAULT_MAXSIZE, VersionCache, check_maxsize
 from .outputs import check_outputs
+from ..runtime.budget import require_fits
 from .strided import check_written, dense_numpy, write_back
 from .trace import trace
 
@@ -352,10 +353,10 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         sig = self._sig or self._signature()
         try:
             raw, consts = sig.bind(args, kwargs)
-            tensors, dtypes, tkey, env, strided = _bind_tensors(sig, raw, None)
+            record = record or self._resolved_record()
+            tensors, dtypes, tkey, env, strided = _bind_tensors(sig, raw, None, record[1])
         except PyptoError as e:  # a bad argument: point at the call that passed it
             raise self._at_call_site(e)
-        record = record or self._resolved_record()
         opts = record[1]
         g = self.fn.__globals__
         key = (tkey, tuple((k, _freeze(v)) for k, v in consts.items()), record[2], global_tiles(),
@@ -375,6 +376,8 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
                 check_written(strided, entry.compiled, sig.tensors, self.loc)
                 refuse_written_overlaps(entry.compiled.lowered, tensors, strided)
             check_outputs(entry.compiled, sig.tensors, tensors, dict(strided or ()), self.loc)
+        if any(t.requires_grad for t in tensors):  # the kernel reads values and records no autograd graph
+            tensors = [t.detach() if t.requires_grad else t for t in tensors]
         return entry, tensors, env, reason is None, reason, strided
 
     def _at_call_site(self, error: PyptoError) -> PyptoError:
@@ -512,7 +515,10 @@ def _fast_bind(kernel, fast, args):
             return None
     if closure and _closure_key(kernel.fn) != closure:
         return None
-    return binder(args)
+    try:
+        return binder(args)
+    except RuntimeError:  # a tensor torch cannot answer is_contiguous() for (sparse): the full path says why
+        return None
 
 
 def _stopped_by(error: BaseException) -> str:
@@ -602,14 +608,18 @@ _torch = LazyModule("torch")
 _OPTION_KEYS: dict = {}  # compile-affecting option values -> small int (cache key part)
 
 
-def _bind_tensors(sig: Signature, raw: list, loc):
-    """Check each tensor argument against its spec; return tensors, dtypes, key part and sizes."""
+def _bind_tensors(sig: Signature, raw: list, loc, opts=None):
+    """Check each tensor argument against its spec; return tensors, dtypes, key part and sizes.
+    A dense copy of a strided argument is checked against the memory budget first (``opts``)."""
     tensors, dtypes, key, env, where = [], [], [], {}, {}
     strided = None  # [(index, caller's tensor)] of arguments replaced by dense copies (strided.py)
     for n, (spec, t) in enumerate(zip(sig.tensors, raw), 1):
         original = t
         if not isinstance(t, _torch.Tensor):
             if type(t).__module__ == "numpy" and hasattr(t, "__array_interface__"):
+                if not getattr(getattr(t, "flags", None), "c_contiguous", True):
+                    require_fits(t.nbytes, f"a dense copy of tensor argument '{spec.param}'", opts,
+                                 param=spec.param, loc=loc)
                 t, copied = dense_numpy(t, spec.param, loc)
                 if copied or not original.flags.writeable or not t.is_contiguous():
                     # the caller's array: written back after the run, or refused (outputs.py)
@@ -621,6 +631,10 @@ def _bind_tensors(sig: Signature, raw: list, loc):
                 raise ArgumentTypeError(f"tensor argument '{spec.param}' ({_ordinal(n)} tensor) is not a tensor",
                                         expected="a CPU torch.Tensor (or numpy array)",
                                         got=type(t).__name__, param=spec.param, loc=loc)
+        if t.layout is not _torch.strided:  # sparse (COO, CSR ...) or mkldnn: no dense memory to address
+            raise ArgumentTypeError(f"tensor argument '{spec.param}' is a {str(t.layout).replace('torch.', '')} tensor",
+                                    expected="a dense (strided) CPU tensor", got=f"layout {t.layout}",
+                                    param=spec.param, loc=loc, hint=f"pass {spec.param}.to_dense()")
         if not t.is_cpu:
             raise ArgumentTypeError(f"tensor argument '{spec.param}' is on device {t.device}",
                                     expected="a CPU tensor (this build simulates the NPU on the CPU)",
@@ -633,6 +647,8 @@ def _bind_tensors(sig: Signature, raw: list, loc):
                                     expected=f"{spec.dtype.name} ({spec.describe()})",
                                     got=f"{dt.name} ({t.dtype})", param=spec.param, loc=loc)
         if not t.is_contiguous():  # a view: the call runs on a dense copy (strided.py)
+            require_fits(t.numel() * t.element_size(), f"a dense copy of tensor argument '{spec.param}'", opts,
+                         param=spec.param, loc=loc)
             strided = (strided or []) + [(n - 1, t)]
             t = t.contiguous()
         shape = tuple(t.shape)

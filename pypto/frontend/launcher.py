@@ -5,7 +5,7 @@ the same constants, with no global setting changed since) needs no signature wal
 and no dictionary lookup: the generated binder checks exactly what the key would contain, in
 straight-line code, and returns the tensors and the dynamic sizes. Anything it does not accept
 (another dtype, a non-contiguous or non-CPU tensor, keywords, a new size of a STATIC dim, a
-mismatch of two dims that share a symbol, an output that requires grad) returns None, and the call takes the full path, which
+mismatch of two dims that share a symbol, a tensor that requires grad) returns None, and the call takes the full path, which
 validates and reports errors.
 """
 
@@ -44,6 +44,8 @@ def make_binder(sig, tensor_key, consts: dict, written: frozenset = frozenset())
                      f"or not {t}.is_contiguous(): return None")
         if i in written:
             lines.append(f"    if {t}.requires_grad or {t}.is_inference(): return None")
+        else:  # the full path runs on a detached view (no autograd graph in the run)
+            lines.append(f"    if {t}.requires_grad: return None")
         lines.append(f"    s{i} = {t}.shape")
         checks = [f"len(s{i}) != {rank}"]
         for d, size in enumerate(dims):

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..dtypes import DType, require_supported
-from ..errors import AnnotationError, ArgumentTypeError, ArgumentValueError, SourceLoc, UnsupportedSignatureError
+from ..errors import (AnnotationError, ArgumentBindingError, ArgumentTypeError, ArgumentValueError, SourceLoc,
+                      UnsupportedSignatureError)
 
 
 class StatusType(enum.Enum):
@@ -296,12 +297,12 @@ class Signature:
                 if spec.param in kwargs:
                     tensors.append(kwargs[spec.param])
                 else:
-                    raise ArgumentValueError(
+                    raise ArgumentBindingError(
                         f"missing tensor argument '{spec.param}'",
                         expected=f"{nt} tensor argument(s): " + ", ".join(t.param for t in self.tensors),
                         got=f"{len(tensors)}", param=spec.param)
         if len(extra) > len(self.consts):
-            raise ArgumentValueError("too many positional arguments",
+            raise ArgumentBindingError("too many positional arguments",
                                      expected=f"at most {nt + len(self.consts)} "
                                               f"({', '.join(self.names)})",
                                      got=f"{len(args)}")
@@ -311,7 +312,7 @@ class Signature:
         for key, value in kwargs.items():
             if key in self._tensor_by_name:
                 if self._tensor_by_name[key].index < len(args):
-                    raise ArgumentValueError(f"tensor argument '{key}' given twice",
+                    raise ArgumentBindingError(f"tensor argument '{key}' given twice",
                                              expected=f"'{key}' either by position or by keyword",
                                              got="both", param=key)
                 continue
@@ -319,18 +320,18 @@ class Signature:
                 import difflib
 
                 close = difflib.get_close_matches(key, self.names, n=1)
-                raise ArgumentValueError(f"unknown keyword argument '{key}'",
+                raise ArgumentBindingError(f"unknown keyword argument '{key}'",
                                          expected="one of " + ", ".join(self.names), got=key, param=key,
                                          hint=f"did you mean '{close[0]}'?" if close else None)
             if key in consts:
-                raise ArgumentValueError(f"argument '{key}' given twice",
+                raise ArgumentBindingError(f"argument '{key}' given twice",
                                          expected=f"'{key}' either by position or by keyword",
                                          got="both", param=key)
             consts[key] = value
         for spec in self.consts:
             if spec.param not in consts:
                 if spec.default is inspect.Parameter.empty:
-                    raise ArgumentValueError(f"missing compile-time argument '{spec.param}'",
+                    raise ArgumentBindingError(f"missing compile-time argument '{spec.param}'",
                                              expected=f"a value for '{spec.param}'", got="nothing",
                                              param=spec.param)
                 consts[spec.param] = spec.default

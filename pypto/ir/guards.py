@@ -13,10 +13,14 @@ A runtime size of 1 does not broadcast: broadcasting is decided when the kernel 
 the annotations (upstream's compiler does the same), so a DYNAMIC dim that is 1 at a call is a
 mismatch; declare the dim as 1 to broadcast it.
 
-Only guards over the signature's size symbols are checked before the run; a relation through a
-loop index is reduced to the sizes it needs when the two extents have the same form
-(``min(max(x.shape[0] - b*32, 0), 32)`` and the same over ``y.shape[0]`` need
-``x.shape[0] == y.shape[0]``). Relations of other forms are not checked.
+Guards are checked before the run. A relation through a loop index is reduced to the sizes it
+needs when the two extents have the same form (``min(max(x.shape[0] - b*32, 0), 32)`` and the
+same over ``y.shape[0]`` need ``x.shape[0] == y.shape[0]``). One of other forms (``y`` viewed one
+row further, ``y[b*32 + 1 : ...]``) keeps its enclosing loops (`LoopRange`) and is checked for
+every iteration they run, replaying the runtime's schedule (unroll factors included) and the
+branch conditions on sizes and loop indices; its verdict is remembered per sizes. A guard whose
+loops or sides read tensor elements is checked the same way, reading the elements of the
+caller's inputs (see `checker`).
 """
 
 from __future__ import annotations
@@ -38,10 +42,37 @@ class SizeGuard:
     loc: object = None  # SourceLoc of the op
     when: tuple = ()  # ((condition Expr, answer bool), ...)
     rel: str = "eq"
+    loops: tuple = ()  # LoopRange per enclosing loop (outermost first): held at every iteration
 
     def key(self):
         pair = tuple(sorted((self.lhs, self.rhs), key=E.render)) if self.rel == "eq" else (self.lhs, self.rhs)
-        return pair, self.rel, self.when
+        return pair, self.rel, self.when, self.loops
+
+
+@dataclass(frozen=True)
+class LoopRange:
+    """An enclosing ``pypto.loop`` of a guard: its index, bounds and unroll schedule; the guard
+    holds at every index value the body traced for ``factor`` runs with."""
+
+    index: str
+    start: object  # Dim
+    stop: object  # Dim
+    step: int
+    factors: tuple = (1,)
+    factor: int = 1
+
+    def values(self, env, load=None):
+        """The index values of the body for ``factor``, in the order the runtime runs them
+        (runtime/control.walk: the largest factor's chunks first, then the rest)."""
+        start, stop = int(E.evaluate(self.start, env, load)), int(E.evaluate(self.stop, env, load))
+        remaining = max(0, -(-(stop - start) // self.step))
+        cur = start
+        for f in self.factors:
+            for _ in range(remaining // f):
+                if f == self.factor:
+                    yield cur
+                cur += self.step * f
+            remaining %= f
 
 
 def size_only(e, loop_symbols) -> bool:
@@ -104,18 +135,22 @@ def dedup(guards) -> tuple:
 
 
 def checker(guards, symbols):
-    """A function ``check(env)`` that raises `ArgumentValueError` for the first guard that fails
-    (None when there is nothing to check). Guards over other symbols than ``symbols`` (the
-    signature's dynamic sizes) are left out: they cannot be decided before the run."""
+    """A function ``check(env, load=None)`` that raises `ArgumentValueError` for the first guard
+    that fails (None when there is nothing to check). Guards over other symbols than ``symbols``
+    (the signature's dynamic sizes) and the indices of their loops are left out: they cannot be
+    decided before the run. A loop guard that reads tensor elements is checked only when
+    ``load(param, indices)`` is given (the caller's inputs); a ``load`` that raises `Undecidable`
+    (an element the kernel writes first) leaves it to the run."""
     known = set(symbols)
 
     def decidable(e):
         return not isinstance(e, E.Expr) or (E.free_symbols(e) <= known and "load(" not in E._source(e))
 
-    usable = [g for g in guards if decidable(g.lhs) and decidable(g.rhs)]
-    if not usable:
+    usable = [g for g in guards if not g.loops and decidable(g.lhs) and decidable(g.rhs)]
+    looped = [g for g in guards if g.loops and _loop_decidable(g, known)]
+    if not usable and not looped:
         return None
-    lines = ["def check(env):"]
+    lines = ["def check(env, load=None):"]
     for k, g in enumerate(usable):
         conds = [c if answer else E.logical_not(c) for c, answer in g.when if decidable(c)]
         a, b = E._source(g.lhs), E._source(g.rhs)
@@ -123,21 +158,111 @@ def checker(guards, symbols):
         if conds:
             test = " and ".join(f"({E._source(c)})" for c in conds) + f" and {test}"
         lines.append(f"    if {test}: fail({k}, env)")
+    if looped:
+        lines.append("    every_iteration(env, load)")
+    lines.append("    return None")
 
     def fail(k, env):
         raise _mismatch(usable[k], env)
 
-    namespace = {"min": min, "max": max, "fail": fail}
+    namespace = {"min": min, "max": max, "fail": fail, "every_iteration": _LoopChecks(looped, known)}
     exec(compile("\n".join(lines) + "\n", "<pypto size guards>", "exec"), namespace)  # noqa: S102
     check = namespace["check"]
-    check.guards = tuple(usable)
+    check.guards = tuple(usable) + tuple(looped)
+    check.reads_elements = bool(namespace["every_iteration"].reading)
     return check
 
 
-def _mismatch(g, env):
+def input_loader(params, written_ids, tensors):
+    """``load(param, indices)`` for a checker: an element of the caller's tensor for a parameter
+    the kernel never writes (its value before the run is the one the run reads), `Undecidable`
+    for one it writes, an index out of range also `Undecidable` (the run reports it)."""
+    by_name = {p.value.name: (p.value.id in written_ids, t) for p, t in zip(params, tensors)}
+
+    def load(param, indices):
+        written, t = by_name.get(param, (True, None))
+        if written:
+            raise Undecidable(param)
+        try:
+            return int(t[tuple(int(i) for i in indices)])
+        except IndexError:
+            raise Undecidable(param) from None
+    return load
+
+
+class Undecidable(Exception):
+    """Raised by a checker's ``load`` for an element the guard cannot read before the run."""
+
+
+def _reads(g) -> tuple:
+    """Every expression a loop guard evaluates: its sides, its conditions, its loops' bounds."""
+    out = [g.lhs, g.rhs] + [c for c, _ in g.when]
+    for lr in g.loops:
+        out += [lr.start, lr.stop]
+    return tuple(e for e in out if isinstance(e, E.Expr))
+
+
+def _loop_decidable(g, known) -> bool:
+    indices = {lr.index for lr in g.loops}
+    return all(E.free_symbols(e) <= known | indices for e in _reads(g))
+
+
+class _LoopChecks:
+    """The loop guards of one compiled version, each checked at every iteration of its loops. A
+    verdict of guards that read no element is remembered per value of the sizes they read (a
+    new size costs one pass over the iterations, a repeated one a lookup)."""
+
+    MEMO = 256  # distinct size combinations remembered (cleared when full)
+
+    def __init__(self, guards, known):
+        self.size_only = tuple(g for g in guards if not any("load(" in E._source(e) for e in _reads(g)))
+        self.reading = tuple(g for g in guards if g not in self.size_only)
+        self.names = tuple(sorted(set().union(*(E.free_symbols(e) for g in self.size_only for e in _reads(g))) & known))
+        self.passed: dict = {}
+
+    def __call__(self, env, load=None):
+        if self.size_only:
+            key = tuple(env.get(n) for n in self.names)
+            if key not in self.passed:
+                for g in self.size_only:
+                    _check_every_iteration(g, env, None)
+                if len(self.passed) >= self.MEMO:
+                    self.passed.clear()
+                self.passed[key] = True
+        if load is not None:
+            for g in self.reading:
+                try:
+                    _check_every_iteration(g, env, load)
+                except Undecidable:
+                    continue
+
+
+def _check_every_iteration(g, env, load) -> None:
+    """Raise the guard's error at the first iteration (in run order) where it does not hold."""
+    e = dict(env)
+    loops = g.loops
+
+    def walk(level):
+        if level == len(loops):
+            for c, answer in g.when:
+                if bool(E.evaluate(c, e, load)) != answer:
+                    return
+            a, b = E.evaluate(g.lhs, e, load), E.evaluate(g.rhs, e, load)
+            if not (a == b if g.rel == "eq" else a <= b):
+                raise _mismatch(g, e, load)
+            return
+        lr = loops[level]
+        for v in lr.values(e, load):
+            e[lr.index] = v
+            walk(level + 1)
+
+    walk(0)
+
+
+def _mismatch(g, env, load=None):
     from ..errors import ArgumentValueError
 
-    a, b = E.evaluate(g.lhs, env), E.evaluate(g.rhs, env)
+    a, b = E.evaluate(g.lhs, env, load), E.evaluate(g.rhs, env, load)
     la, lb = E.render(g.lhs, 5), E.render(g.rhs, 6)
     if g.rel == "exact":
         return ArgumentValueError(
@@ -149,10 +274,19 @@ def _mismatch(g, env):
     hint = ("a DYNAMIC dim never broadcasts: a size of 1 at run time is not expanded (broadcasting is "
             "decided at compile time; annotate the dim as 1 to broadcast it)") if 1 in (a, b) and g.rel == "eq" else None
     head = "sizes differ at run time (the kernel needs them equal" if g.rel == "eq" else \
+        "a size is below what the op needs at run time (an empty dim" if not isinstance(g.lhs, E.Expr) else \
         "the value does not fit at run time (it would be cut"
+    got = _values(g, la, a, lb, b)
+    if g.loops:  # which iteration, and the sizes behind it
+        at = ", ".join(f"{lr.index} = {env[lr.index]}" for lr in g.loops)
+        head = ("valid extents differ at run time (torch would refuse the shapes" if g.rel == "eq" else
+                "the value does not fit its slice at run time (it would be cut") + f", at {at}"
+        sizes = sorted(n for e in (g.lhs, g.rhs) if isinstance(e, E.Expr) for n in E.free_symbols(e)
+                       if ".shape[" in n)
+        got += "".join(f", {n} = {env[n]}" for n in dict.fromkeys(sizes) if n in env)
     return ArgumentValueError(
         f"{g.what}: {head}; nothing was written)",
-        expected=f"{la} {'==' if g.rel == 'eq' else '<='} {lb}", got=_values(g, la, a, lb, b),
+        expected=f"{la} {'==' if g.rel == 'eq' else '<='} {lb}", got=got,
         param=_param_of(g.lhs) or _param_of(g.rhs), loc=g.loc, hint=hint)
 
 
@@ -164,6 +298,7 @@ def _values(g, la, a, lb, b) -> str:
 
 def _param_of(e):
     """The parameter named by the first size symbol of ``e`` (``x.shape[0]`` -> ``x``)."""
-    for name in sorted(E.free_symbols(e)) if isinstance(e, E.Expr) else ():
+    names = sorted(E.free_symbols(e)) if isinstance(e, E.Expr) else ()
+    for name in [n for n in names if ".shape[" in n] or names:  # a size before a loop index
         return name.split(".shape[")[0]
     return None

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 from .._lazy import torch
 
+from ..frontend.builder import current
+from ..ir import expr as E
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT16, DT_INT32
 from .common import check_dtype, emit, norm_dim, tensor_arg
 from .registry import register
@@ -24,7 +28,17 @@ def reduce_over(op: str, x, dim, keepdim, out_dtype=None):
     else:
         shape = tuple(s for k, s in enumerate(v.shape) if k != d)
         valid = tuple(s for k, s in enumerate(v.valid_shape) if k != d)
+    if op in EMPTY_REFUSED and isinstance(v.valid_shape[d], E.Expr):
+        # as torch: a maximum over no element is an error, checked from the sizes before the run
+        # (a split softmax's own amax takes its identity instead, see dim_reduce_compute)
+        tracer = current()
+        if tracer is not None:
+            tracer.require_equal(1, v.valid_shape[d], f"pypto.{op}: the reduced dim {d} of 'input' (torch refuses "
+                                                      "to reduce an empty dim)", rel="le")
     return emit(op, [x], [(out_dtype or x.dtype, shape, valid)], {"dim": d, "keepdim": bool(keepdim)})
+
+
+EMPTY_REFUSED = ("amax", "amin")
 
 
 
@@ -47,7 +61,19 @@ def dim_reduce_compute(name: str, what: str):
     """Reference semantics ``torch.<name>(x, dim, keepdim)`` over the valid region."""
 
     def compute(ins, attrs, ev):
-        return getattr(torch, name)(ins[0], dim=attrs["dim"], keepdim=attrs["keepdim"])
+        x, d = ins[0], attrs["dim"]
+        if x.shape[d] == 0 and name in EMPTY_REFUSED:
+            # an empty dim at run time (a DYNAMIC size 0 inside a split softmax: the user's own
+            # amax/amin over it is refused before the run): the identity, so the result stays empty
+            shape = list(x.shape)
+            shape[d] = 1
+            if not attrs["keepdim"]:
+                del shape[d]
+            info = torch.finfo(x.dtype) if x.dtype.is_floating_point else torch.iinfo(x.dtype)
+            edge = (-math.inf if name == "amax" else math.inf) if x.dtype.is_floating_point else \
+                (info.min if name == "amax" else info.max)
+            return torch.full(shape, edge, dtype=x.dtype)
+        return getattr(torch, name)(x, dim=d, keepdim=attrs["keepdim"])
 
     compute.__doc__ = f"{what} over one dim of the valid region."
     return compute

@@ -20,9 +20,10 @@ from .._lazy import torch
 from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
-from ..ir.guards import checker
+from ..ir.guards import checker, input_loader
 from ..ops.registry import REGISTRY
 from .argument_overlap import remap_keys, separate_overlaps
+from .budget import require_fits
 from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
@@ -138,7 +139,8 @@ class LoweredExecutor:
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
         of this call (runtime options such as stitching are read per call, not per compile)."""
         if self.check_sizes is not None:
-            self.check_sizes(env)
+            self.check_sizes(env, input_loader(self.lowered.program.params, self.lowered.written_params, tensors)
+                             if self.check_sizes.reads_elements else None)
         knobs = self._knobs
         if knobs[0] is not options:  # read once per resolved options object
             if options is not None:
@@ -167,6 +169,8 @@ class LoweredExecutor:
                 pass
         taken, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
         slabs, scratch = taken if taken is not None else (None, None)
+        if slabs is None:  # a fresh workspace: within the memory budget (budget.py) before allocating
+            require_fits(plan.layout.nbytes, "the workspace of this call", options)
         slabs = plan.layout.refill(slabs) if slabs is not None else plan.layout.allocate()
         if scratch is None:
             scratch = [{} for _ in plan.steps]

@@ -23,6 +23,7 @@ from .._lazy import torch
 from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop, Op
+from .budget import require_fits
 
 
 def definition_scopes(program, global_ids) -> dict:
@@ -189,6 +190,7 @@ class Memory:
             if not self.lazy:
                 raise KeyError(key)
             shape = tuple(int(E.evaluate(s, env)) for s in value.shape)
+            require_fits(int(math.prod(shape) * value.dtype.itemsize), f"the workspace of %{value.name}", None)
             self.tensors.append(torch.zeros(shape, dtype=value.dtype.torch()))
             buf = self.layout.buffers[key] = Buffer(len(self.tensors) - 1, 0, shape, contiguous_strides(shape))
         return buf

@@ -11,7 +11,7 @@ import math
 
 from hypothesis import strategies as st
 
-from .program import (BINARY, CASTS, COMPARE, FLOAT, REDUCE, SCALARS, SCAN, TRIANGLE, UNARY, Branch, Dim, Epilogue,
+from .program import (BINARY, CASTS, COMPARE, FLOAT, HOSTILE_NAMES, REDUCE, SCALARS, SCAN, TRIANGLE, UNARY, Branch, Dim, Epilogue,
                       Program, Step, result_meta)
 
 DTYPE_ORDER = ("fp32", "fp16", "bf16", "int32", "int16")
@@ -178,10 +178,16 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) ->
         n_tensors = n_inputs + (epilogue is not None and epilogue.op == "matmul")
         dynamic_in = ((draw(st.integers(1, n_tensors - 1)), draw(st.sampled_from(fixed))),)
     strided = rank >= 2 and draw(st.integers(0, 4)) == 0
-    return Program(strided=strided, carry=carry, dynamic_in=dynamic_in, retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
+    explicit = bool(n_loop) and draw(st.integers(0, 3)) == 0
+    shift = None  # an input read some rows further (its own, larger, DYNAMIC size): issue 20's view form
+    shiftable = [i for i in range(1, n_inputs) if 0 not in masks[i] and all(j != i for j, _ in dynamic_in)]
+    if n_loop and not explicit and ds[0].runtime and shiftable and draw(st.booleans()):
+        shift = (draw(st.sampled_from(shiftable)), draw(st.sampled_from((1, 2, 5))))
+    loop_name = draw(st.sampled_from(HOSTILE_NAMES)) if n_loop and draw(st.integers(0, 3)) == 0 else None
+    return Program(loop_name=loop_name, strided=strided, carry=carry, dynamic_in=dynamic_in, retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
                    outputs=tuple(outputs), loop_tiles=loop_tiles, vec_tile=vec_tile,
-                   ellipsis_from=ellipsis, explicit_views=bool(n_loop) and draw(st.integers(0, 3)) == 0,
-                   seed=draw(st.integers(0, 2 ** 16)), epilogue=epilogue)
+                   ellipsis_from=ellipsis, explicit_views=explicit,
+                   seed=draw(st.integers(0, 2 ** 16)), epilogue=epilogue, shift=shift)
 
 
 CUBE_L0 = (16, 32, 64)

@@ -97,6 +97,21 @@ class Program:
     carry: bool = False   # a loop also adds its first output's tile into a one-tile accumulator `acc`
     # (input, axis) annotated DYNAMIC although the axis is STATIC/int elsewhere
     dynamic_in: tuple[tuple[int, int], ...] = ()  # (axis, start, stop): a loop reads and writes only there
+    # (input, rows): that input has `rows` more rows on axis 0 and the loop reads it that much further
+    # (x[b*t + rows:(b+1)*t + rows]); the driver also calls with it one row short, which is refused
+    shift: tuple[int, int] | None = None
+    # user text the kernel passes as names (issue 20: never code): pypto.loop(name=..., idx_name=...)
+    loop_name: str | None = None
+
+    def refuses_short(self) -> bool:
+        """Whether the shifted input one row short must be refused: a binary op combines its tile
+        with another input's tile over the looped rows (torch refuses those shapes too; a runtime
+        size of 1 never broadcasts in pypto)."""
+        if self.shift is None:
+            return False
+        i = self.shift[0]
+        looped = [j for j, m in enumerate(self.input_masks) if j != i and 0 not in m]
+        return any(st.op in BINARY and i in st.args and any(j in st.args for j in looped) for st in self.steps)
 
     @property
     def epilogue_value(self) -> int:
@@ -118,6 +133,9 @@ class Program:
             metas.append(result_meta(s, metas))
         return metas
 
+
+# names with quotes, newlines, brackets, keywords, code and non-ASCII letters
+HOSTILE_NAMES = ("a b", "x'y", 'q"\n', "P[0]", "class", "__import__('os').getcwd()", "é名", "env", "b0", "")
 
 # ---- the op catalogue ---------------------------------------------------------------------------
 # kernel: a format string over the operands a, b, c, d and p (the parameter);

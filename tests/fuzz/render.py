@@ -50,6 +50,9 @@ def _n_axis(prog: Program) -> tuple[str, str]:
 def input_dims(prog: Program) -> list[list[tuple[str, str]]]:
     """Per kernel input (x0.., then the matmul weight w0): its axes."""
     dims = [_masked(prog, m) for m in prog.input_masks]
+    if prog.shift is not None:
+        i, rows = prog.shift
+        dims[i][0] = ("pypto.DYNAMIC", f"s[0] + {rows}")  # its own size (not a shared named dim)
     ep = prog.epilogue
     if ep is not None and ep.op == "matmul":
         k, n = _axis(prog, prog.rank - 1), _n_axis(prog)
@@ -119,14 +122,17 @@ def _names(prog: Program):
     return ins, outs
 
 
-def _loop_slices(prog: Program, mask: frozenset, kernel: bool, looped_upto: int | None = None) -> list[str]:
-    """Index text per axis of an operand inside the tiling loop (only axes < looped_upto slice)."""
+def _loop_slices(prog: Program, mask: frozenset, kernel: bool, looped_upto: int | None = None,
+                 shift: int = 0) -> list[str]:
+    """Index text per axis of an operand inside the tiling loop (only axes < looped_upto slice);
+    ``shift`` rows further on axis 0."""
     idx = []
     upto = len(prog.loop_tiles) if looped_upto is None else min(looped_upto, len(prog.loop_tiles))
     for a in range(prog.rank):
         if a < upto and a not in mask:
             t = prog.loop_tiles[a]
-            idx.append(f"b{a} * {t}:(b{a} + 1) * {t}")
+            extra = f" + {shift}" if a == 0 and shift else ""
+            idx.append(f"b{a} * {t}{extra}:(b{a} + 1) * {t}{extra}")
         elif prog.window and prog.window[0] == a and a not in mask:
             idx.append(f"{prog.window[1]}:{prog.window[2]}")
         else:
@@ -134,7 +140,7 @@ def _loop_slices(prog: Program, mask: frozenset, kernel: bool, looped_upto: int 
     return idx
 
 
-def _view(prog: Program, name: str, mask: frozenset, kernel: bool) -> str:
+def _view(prog: Program, name: str, mask: frozenset, kernel: bool, shift: int = 0) -> str:
     if prog.explicit_views and kernel:
         shape, offs, valid = [], [], []
         for a in range(prog.rank):
@@ -155,7 +161,7 @@ def _view(prog: Program, name: str, mask: frozenset, kernel: bool) -> str:
                 valid.append(full)
         return (f"pypto.view({name}, [{', '.join(shape)}], [{', '.join(offs)}], "
                 f"valid_shape=[{', '.join(valid)}])")
-    return f"{name}[{', '.join(_loop_slices(prog, mask, kernel))}]"
+    return f"{name}[{', '.join(_loop_slices(prog, mask, kernel, shift=shift))}]"
 
 
 def _epilogue_expr(prog: Program, metas, kernel: bool) -> str:
@@ -206,7 +212,8 @@ def _body(prog: Program, metas, kernel: bool, depth: int) -> list[str]:
     loop = bool(prog.loop_tiles)
     lines = []
     for i, name in enumerate(ins[:prog.n_inputs]):
-        src = _view(prog, name, prog.input_masks[i], kernel) if loop else name
+        rows = prog.shift[1] if prog.shift is not None and prog.shift[0] == i else 0
+        src = _view(prog, name, prog.input_masks[i], kernel, rows) if loop else name
         lines.append(f"{pad}t{i} = {src}")
     for s, step in enumerate(prog.steps):
         k = prog.n_inputs + s
@@ -260,7 +267,11 @@ def _scalar_for(op: str, dtype: str):
 def _loop_headers(prog: Program, kernel: bool) -> list[str]:
     lines = []
     for a, t in enumerate(prog.loop_tiles):
-        count = (f"pypto.loop(pypto.ceildiv(x0.shape[{a}], {t}))" if kernel
+        named = ""
+        if prog.loop_name is not None:  # user text as names: the loop's and its index's (one per level)
+            named = f", name={prog.loop_name!r}, idx_name={(prog.loop_name + '#' * a)!r}" if prog.loop_name or a == 0 \
+                else f", name={prog.loop_name!r}"
+        count = (f"pypto.loop(pypto.ceildiv(x0.shape[{a}], {t}){named})" if kernel
                  else f"range(-(-x0.shape[{a}] // {t}))")
         lines.append(f"{IND * (a + 1)}for b{a} in {count}:")
     return lines
@@ -335,6 +346,7 @@ INPUT_SHAPES = {in_shapes}  # per input: its shape from the call's sizes
 OUTPUTS = {outputs}  # per output: (dtype, shape from the call's sizes)
 STRIDED = {strided}  # pass non-contiguous tensors (same values, last two dims' strides swapped)
 CARRY = {carry}  # the loop's accumulator, zeros at the call: (dtype, shape) or None
+SHORT = {short}  # an input read rows further, passed one row short: refused before the run (or None)
 DTYPE = {dtype}
 SEED = {seed}
 LOOP = {loop}
@@ -355,11 +367,13 @@ def _layout(t):
     return t.transpose(-1, -2).contiguous().transpose(-1, -2) if STRIDED and t.dim() >= 2 else t
 
 
-def make_inputs(call):
+def make_inputs(call, short=None):
     g = torch.Generator().manual_seed(SEED + call)
     ins = []
-    for shape_of in INPUT_SHAPES:
+    for k, shape_of in enumerate(INPUT_SHAPES):
         shape = shape_of(SIZES[call])
+        if k == short:
+            shape = [shape[0] - 1] + list(shape[1:])
         if DTYPE.is_floating_point:
             ins.append((torch.rand(shape, generator=g) * 4 - 2).to(DTYPE))
         else:
@@ -449,6 +463,17 @@ def main():
     info = kernel.cache_info()
     print(info)
     assert not bad and info.misses == 1
+    if SHORT is not None:  # torch refuses these shapes: pypto must refuse them before writing
+        outs = make_outputs(0) if LOOP else []
+        try:
+            kernel(*make_inputs(0, short=SHORT), *outs)
+        except pypto.errors.ArgumentValueError as e:
+            print("short input refused:", str(e).splitlines()[0])
+        else:
+            raise AssertionError(f"input x{{SHORT}} one row short was accepted (a silent partial result)")
+        for t in outs[:len(OUTPUTS)]:
+            assert bool(torch.isnan(t).all() if t.dtype.is_floating_point else (t == -7777).all()), \
+                "a refused call wrote an output"
 
 
 if __name__ == "__main__":
@@ -467,7 +492,8 @@ def _driver(prog: Program, metas) -> str:
     carry = "None"
     if prog.carry:
         carry = f"({TORCH_DTYPE[_out_dtype(prog, metas, prog.outputs[0])]}, {_shape_fn(carry_dims(prog, metas))})"
-    return _DRIVER.format(strided=prog.strided, carry=carry, sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
+    short = prog.shift[0] if prog.refuses_short() else None
+    return _DRIVER.format(strided=prog.strided, carry=carry, short=short, sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
                           dtype=TORCH_DTYPE[prog.dtype], seed=prog.seed,
                           loop=bool(prog.loop_tiles), precision=TORCH_DTYPE[_precision(metas)])
 

@@ -34,7 +34,7 @@ def test_groups_and_keys():
     expected = {
         "runtime": {"run_mode", "device_sched_mode", "stitch_function_max_num", "max_workspace_kb",
                     "valid_shape_optimize", "ready_on_host_tensors", "device_sched_parallelism",
-                    "launch_sched_aicpu_num", "launch_early_mode"},
+                    "launch_sched_aicpu_num", "launch_early_mode", "memory_budget_mb"},
         "host": {"compile_stage", "compile_monitor_enable", "compile_timeout", "compile_timeout_stage",
                  "compile_monitor_print_interval"},
         "pass": {"vec_nbuffer_setting", "cube_l1_reuse_setting", "cube_nbuffer_setting", "sg_set_scope",
@@ -108,7 +108,7 @@ def test_affects_compile_flags():
     not_compile = {n for (g, n), s in O.OPTIONS.items() if not s.affects_compile}
     assert not_compile == {"run_mode", "device_sched_mode", "stitch_function_max_num",
                            "ready_on_host_tensors", "device_sched_parallelism", "launch_sched_aicpu_num",
-                           "launch_early_mode", "max_workspace_kb", "serial_execution"}
+                           "launch_early_mode", "max_workspace_kb", "serial_execution", "memory_budget_mb"}
     assert O.spec("runtime", "valid_shape_optimize").affects_compile
 
 

@@ -135,7 +135,7 @@ def test_reports_render_and_round_trip():
     assert "`abc123`" in md and "2026-01-02" in md
     assert "| examples/ | 2 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | – | – |" in md
     assert "| python/tests/ut | 2 | 0 | 0 | 1 | 1 | 0 | 0 | 0 | 1 / 3 | 1 |" in md
-    assert "| ut/kirin | 1 | 3 | 1 | 2 | 0 | 0 | 0 | 33.3% | 33.3% |" in md
+    assert "| ut/kirin | 1 | 3 | 1 | 2 | 0 | 0 | 0 | 0 | 33.3% | 33.3% | 33.3% |" in md
     blockers = md[md.index("## Blockers"):md.index("## Per file")]
     assert blockers.index("| 1 | ShapeError") < blockers.index("| 2 | AttributeError: module 'pypto' has no")
     assert "| python/tests/ut/kirin/test_add.py | failed |" in md and "1/3 passed (1 verified), 2 failed" in md
@@ -211,3 +211,26 @@ def test_a_failure_remembers_the_error_it_was_raised_while_handling(tmp_path):
     assert failure.context == "AttributeError: module 'pypto.ir' has no attribute 'IRBuilder'"
     assert out_of_scope(failure).startswith("pypto.pil")
     assert Failure.from_dict(failure.to_dict()) == failure
+
+
+def test_files_that_collected_nothing_keep_their_tests_in_the_denominators(tmp_path):
+    """Issue 20: 668 upstream tests in 25 files that never collected were in no rate."""
+    from compat.uncollected import test_functions, uncollected
+
+    src = ("import unittest\nclass PILTestCase(unittest.TestCase):\n    pass\n"
+           "class AssignTest(PILTestCase):\n    def test_a(self):\n        def test_inner(): pass\n"
+           "    def helper(self): pass\n"
+           "class TestB:\n    def test_b(self): pass\n    def test_c(self): pass\n"
+           "class Other:\n    def test_not(self): pass\n"
+           "def test_d(): pass\ndef helper(): pass\n")
+    assert test_functions(src) == 4 and test_functions("def broken(:") == 0
+    (tmp_path / "python/tests/ut/ir").mkdir(parents=True)
+    (tmp_path / "python/tests/ut/ir/test_x.py").write_text(src)
+    dead = FileResult("ut", "python/tests/ut/ir/test_x.py", "pytest", "failed", 1.0)
+    alive = FileResult("ut", "python/tests/ut/ir/test_y.py", "pytest", "verified", 1.0)
+    alive.cases["passed"] = 3
+    missing = uncollected([dead, alive], tmp_path)
+    assert missing == {"python/tests/ut/ir/test_x.py": 4}
+    text = report.to_markdown([dead, alive], {"uncollected": missing})
+    row = next(line for line in text.splitlines() if line.startswith("| ut (all)"))
+    assert "| 4 |" in row and row.endswith("| 42.9% |")  # 3 passed of 3 cases + 4 not collected

@@ -80,6 +80,11 @@ def _totals_dict(t: GroupTotals) -> dict:
             "pass_rate": t.pass_rate(), "pass_rate_in_scope": t.pass_rate(in_scope_only=True)}
 
 
+def _suites_of(path: str) -> list:
+    names = suite_of(path)
+    return [names] if isinstance(names, str) else list(names)
+
+
 def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int = 30) -> str:
     """The human report: totals, case pass rates, ranked blockers, the per-file table, notes."""
     groups = totals(results, lambda r: r.group)
@@ -104,18 +109,26 @@ def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int
     out += ["", "A case is a test of a test file, or a sub-case of a script (a `test_*` function its main block "
             "calls; scripts stop at their first failing case). A verified case passed and made at least one "
             "numeric check, none failing."]
+    missing = meta.get("uncollected") or {}
     out += ["", "## Test-case pass rates", "",
             "Pass rate = passed / (passed + failed + error + out of scope); the in-scope rate leaves the "
-            "out-of-scope cases out. Skipped cases (upstream's own skips and SoC filters) count in neither.", "",
-            "| suite | files | cases | passed | failed | error | out of scope | skipped | pass rate | in-scope rate |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "out-of-scope cases out. Skipped cases (upstream's own skips and SoC filters) count in neither. "
+            "Not collected = `test_*` functions of pytest files that reported no case at all (import "
+            "failure, timeout before collection, out of scope as a whole), counted from the source "
+            "(`tools/compat/uncollected.py`; a parametrized test counts once). The last column counts "
+            "everything: passed / (cases + not collected), skipped cases included.", "",
+            "| suite | files | cases | passed | failed | error | out of scope | skipped | not collected "
+            "| pass rate | in-scope rate | passed of all |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in SUITES:
         if name in suites:
             t = suites[name]
             c = t.cases
+            lost = sum(n for path, n in missing.items() if name in _suites_of(path))
+            every = t.case_total + lost
             out.append(f"| {name} | {t.files} | {t.case_total} | {c['passed']} | {c['failed']} | {c['error']} | "
-                       f"{c['out_of_scope']} | {c['skipped']} | {_pct(t.pass_rate())} | "
-                       f"{_pct(t.pass_rate(in_scope_only=True))} |")
+                       f"{c['out_of_scope']} | {c['skipped']} | {lost} | {_pct(t.pass_rate())} | "
+                       f"{_pct(t.pass_rate(in_scope_only=True))} | {_pct(c['passed'] / every if every else None)} |")
     ranked = blockers(results)
     out += ["", "## Blockers", "",
             f"Causes of failure ranked by the files they stop (a file's first failure), then by the failing "
