@@ -37,6 +37,7 @@ from ..runtime.execute import LoweredExecutor
 from ..runtime.verify import verify
 from .checks import check_source
 from .compile import monitor_compile
+from .user_traceback import filter_user_traceback
 from .execute_hook import ExecuteHookType, ExecutionSteps
 from .launcher import make_binder
 from .host_tensor import HostTensor
@@ -175,6 +176,9 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             result, npu = self._call(args, kwargs)
         except PyptoError as e:
             raise e.with_traceback(None)  # the message already points at the kernel line
+        except Exception as e:  # a Python mistake in the kernel body: show the user's frames only
+            filter_user_traceback(e)
+            raise
         if npu:  # run_mode NPU, served on the simulator by a registered stand-in
             _backend.npu_stand_in().launched(self, args, kwargs, result)
         return result
@@ -457,6 +461,9 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             entry = self._lookup(args, kwargs, count=False)[0]
         except PyptoError as e:
             raise e.with_traceback(None)
+        except Exception as e:
+            filter_user_traceback(e)
+            raise
         return entry.compiled
 
     def cache_info(self) -> CacheInfo:
