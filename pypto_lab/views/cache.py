@@ -39,7 +39,63 @@ def cache_table_html(kernel) -> str:
         return head + note("nothing compiled yet")
     rows = [(str(i), esc(e.key), _served_html(e), str(e.hits), ms(e.compile_seconds))
             for i, e in enumerate(info.entries)]
-    return head + table(("#", "version (key)", "shapes served: hits per shape", "hits", "compile"), rows)
+    return head + table(("#", "version (key)", "shapes served: hits per shape", "hits",
+                         "compile (trace + passes + codegen)"), rows)
+
+
+def timeline_timed(run):
+    """``run.timeline``, timing the simulation the first time it is asked for (the timeline is
+    simulated lazily, outside the call's time): the seconds are kept on the record for
+    `first_call_html`."""
+    if run is None:
+        return None
+    if getattr(run, "_timeline", True) is None and getattr(run, "simulator", None) is not None:
+        import time
+
+        t0 = time.perf_counter()
+        tl = run.timeline
+        run._lab_simulate_seconds = time.perf_counter() - t0
+        return tl
+    return run.timeline
+
+
+def first_call_parts(kernel) -> list:
+    """``(stage, seconds)`` of the last compiling call, which add up to that call's time in the
+    call log: trace, the passes, codegen, the rest of the compile (executor set-up), the run
+    (planning for these sizes and execution) and the rest (binding, the cache key, first-use
+    imports). Empty when the last call hit the cache or nothing ran."""
+    run = getattr(kernel, "last_run", None)
+    calls = list(getattr(kernel, "call_log", ()) or ())
+    if run is None or run.cache_hit or not calls or calls[-1].hit:
+        return []
+    compiled = run.compiled
+    snaps = list(getattr(compiled, "passes", ()) or ())
+    trace = sum(p.seconds for p in snaps if p.name == "trace")
+    codegen = sum(p.seconds for p in snaps if p.name == "codegen")
+    passes = sum(p.seconds for p in snaps) - trace - codegen
+    compile_s = run.compile_seconds
+    total = calls[-1].seconds
+    parts = [("trace", trace), ("passes", passes), ("codegen", codegen),
+             ("compile set-up (executor, snapshots)", max(compile_s - trace - passes - codegen, 0.0)),
+             ("run (plan for these sizes + execute)", run.run_seconds)]
+    parts.append(("call overhead (bind, cache key, first-use imports)", max(total - sum(c for _, c in parts), 0.0)))
+    return parts
+
+
+def first_call_html(kernel) -> str:
+    """The last compiling call's time broken down (`first_call_parts`), with the simulation of
+    its timeline beside it (done when the timeline is first looked at, not inside the call)."""
+    parts = first_call_parts(kernel)
+    if not parts:
+        return ""
+    calls = list(kernel.call_log)
+    rows = [(esc(stage), ms(sec), f"{sec / calls[-1].seconds:.0%}" if calls[-1].seconds else "–") for stage, sec in parts]
+    rows.append(("<b>the call, as in the call log</b>", f"<b>{ms(calls[-1].seconds)}</b>", "100%"))
+    sim = getattr(kernel.last_run, "_lab_simulate_seconds", None)
+    if sim is not None:
+        rows.append(("simulate the timeline (on first look, outside the call)", ms(sim), ""))
+    return table(("stage", "time", "of the call"), rows,
+                 caption="the last compiling call, stage by stage (compile = trace + passes + codegen + set-up)")
 
 
 def call_log_html(kernel) -> str:
@@ -54,7 +110,9 @@ def call_log_html(kernel) -> str:
         outcome = ('<span style="color:#116329">hit</span>' if c.hit
                    else '<span style="color:#9a6700;font-weight:bold">compile</span>')
         rows.append((str(i), outcome, esc(c.key), esc(c.reason or ""), ms(c.seconds)))
-    return table(("#", "call", "key", "reason", "time"), rows)
+    return table(("#", "call", "key", "reason", "time"), rows,
+                 caption="time: the whole call; a compiling call's includes its compile, its run and the call's own "
+                         "overhead (broken down below for the last one)")
 
 
-__all__ = ["cache_table_html", "call_log_html"]
+__all__ = ["cache_table_html", "call_log_html", "first_call_html", "first_call_parts", "timeline_timed"]

@@ -18,7 +18,7 @@ class GraphPanel(W.VBox):
         self.compiled = compiled
         found = views.levels(compiled)
         self.level = W.Dropdown(options=found, value=found[0] if found else None, description="level")
-        self.fit = W.ToggleButtons(options=[("fit width", True), ("full size", False)], value=True,
+        self.fit = W.ToggleButtons(options=[("fit to frame", True), ("full size", False)], value=True,
                                    style={"button_width": "auto"})
         self.svg = W.HTML(layout=W.Layout(width="100%")).add_class("pypto-graph")
         self.level.observe(self._render, "value")
@@ -110,4 +110,6 @@ class CachePanel(W.VBox):
     def __init__(self, kernel):
         self.versions = W.HTML(views.cache_table_html(kernel))
         self.calls = W.HTML(views.call_log_html(kernel))
-        super().__init__([W.HTML("<b>Versions</b>"), self.versions, W.HTML("<b>Calls</b>"), self.calls])
+        self.first_call = W.HTML(views.first_call_html(kernel)).add_class("pypto-first-call")
+        super().__init__([W.HTML("<b>Versions</b>"), self.versions, W.HTML("<b>Calls</b>"), self.calls,
+                          self.first_call])

@@ -484,7 +484,8 @@ def test_graph_html_frames_the_svg_with_pan_zoom_and_a_legend(add_kernel):
     html = V.graph_html(compiled, "tile")
     assert 'class="pypto-graph-frame"' in html and "onwheel=" in html and "onmousedown=" in html
     assert "overflow:auto" in html and "<script" not in html
-    assert '<svg style="max-width:100%;width:100%;height:auto;display:block"' in html
+    # fitted: shrunk to the frame's width and height, never blown up past Graphviz's own size
+    assert '<svg style="max-width:100%;max-height:68vh;width:auto;height:auto;display:block"' in html
     assert "AIV (vector)" in html and "GM: a tensor written" in html
     assert '<svg style="max-width:none;display:block"' in V.graph_html(compiled, "tile", fit=False)
     # tooltips: a tile op shows its operands' shapes, memory levels and the kernel line
