@@ -101,7 +101,8 @@ class CodePanel(W.VBox):
 
     def _render(self, _change=None):
         leaf, form = self.leaf.value, self.form.value
-        self.code.value = views.code_html(self.compiled, leaf, form) if leaf and form else "<i>no generated code</i>"
+        self.code.value = (views.leaf_hints_html(self.compiled, leaf) + views.code_html(self.compiled, leaf, form)
+                           if leaf and form else "<i>no generated code</i>")
 
 
 class CachePanel(W.VBox):

@@ -114,3 +114,34 @@ def test_details_panel_says_why_the_task_started():
     assert 'class="pypto-start-reason"' in html and reason.text in _text(html)
     assert f"why it started at cycle {reason.start:,}: {reason.kind}" in _text(html)
     assert "why is this late" in html
+
+
+@pypto.jit
+def square_plus(x: pypto.Tensor([D, 64], FP32), out: pypto.Tensor([D, 64], FP32)):
+    pypto.set_vec_tile_shapes(32, 64)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 32)):
+        t = x[b * 32:(b + 1) * 32, :]
+        out[b * 32:(b + 1) * 32, :] = t * t + t
+
+
+def test_redundant_tile_loads_are_flagged_in_the_hints_and_the_code_tab():
+    from pypto.hints import redundant_loads
+    from tests.golden.helper import assert_matches
+
+    x, out = torch.randn(64, 64), torch.empty(64, 64)
+    square_plus(x, out)
+    assert_matches(out, x * x + x)
+    compiled = square_plus.last_run.compiled
+    found = redundant_loads(compiled)
+    assert len(found) == 1 and "loads one tile of %x 3 times" in found[0].title
+    assert "16,384 extra bytes" in found[0].detail  # two 32x64 fp32 loads too many
+    leaf = found[0].leaves[0]
+    assert leaf in _text(V.hints_html(square_plus.last_run)) or "redundant loads" in V.hints_html(square_plus.last_run)
+    assert 'class="pypto-leaf-hints"' in V.leaf_hints_html(compiled, leaf)
+    code = Dashboard(square_plus).panel("code")
+    code.leaf.value = leaf
+    assert "3 times" in code.code.value
+    # a leaf that loads each tile once gets no such hint
+    plain = _make()
+    plain(torch.randn(40, 64), torch.empty(40, 64))
+    assert redundant_loads(plain.last_run.compiled) == []
