@@ -145,3 +145,25 @@ def test_redundant_tile_loads_are_flagged_in_the_hints_and_the_code_tab():
     plain = _make()
     plain(torch.randn(40, 64), torch.empty(40, 64))
     assert redundant_loads(plain.last_run.compiled) == []
+
+
+def test_magic_help_lists_every_tab():
+    import pypto_lab
+    from pypto_lab.magics import USAGE, PyptoMagics
+
+    for tab in pypto_lab.TABS:
+        assert tab in USAGE and tab in PyptoMagics.pypto.__doc__
+
+
+def test_readme_hello_world_output_matches_cache_info():
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    shown = readme.split("prints (", 1)[1].split("```\n", 2)[1].splitlines()
+    got = subprocess.run([sys.executable, str(root / "examples" / "hello_world.py")], capture_output=True,
+                         text=True, check=True, cwd=root).stdout.splitlines()
+    times = re.compile(r"compiled in [\d.]+ ms")
+    assert [times.sub("", line) for line in shown[:6]] == [times.sub("", line) for line in got[:6]]
