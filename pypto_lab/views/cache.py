@@ -60,42 +60,57 @@ def timeline_timed(run):
 
 
 def first_call_parts(kernel) -> list:
-    """``(stage, seconds)`` of the last compiling call, which add up to that call's time in the
-    call log: trace, the passes, codegen, the rest of the compile (executor set-up), the run
-    (planning for these sizes and execution) and the rest (binding, the cache key, first-use
-    imports). Empty when the last call hit the cache or nothing ran."""
-    run = getattr(kernel, "last_run", None)
+    """``(stage, seconds)`` of the kernel's latest compiling call, adding up to that call's time
+    in the call log: trace, the passes, codegen, the rest of the compile (executor set-up), then
+    the run (planning for these sizes and execution) and the call's own overhead (binding, the
+    cache key, first-use imports); when later calls have replaced its record, the run and the
+    overhead are one figure. Empty when no call compiled (or its version was evicted)."""
     calls = list(getattr(kernel, "call_log", ()) or ())
-    if run is None or run.cache_hit or not calls or calls[-1].hit:
+    index = next((i for i in range(len(calls) - 1, -1, -1) if not calls[i].hit), None)
+    if index is None:
         return []
-    compiled = run.compiled
+    call = calls[index]
+    run = getattr(kernel, "last_run", None)
+    latest = run is not None and index == len(calls) - 1 and not run.cache_hit and run.key == call.key
+    if latest:
+        compiled, compile_s = run.compiled, run.compile_seconds
+    else:
+        entry = next((e for e in kernel.cache_info().entries if e.key == call.key), None)
+        if entry is None:
+            return []
+        compiled, compile_s = entry.compiled, entry.compile_seconds
     snaps = list(getattr(compiled, "passes", ()) or ())
     trace = sum(p.seconds for p in snaps if p.name == "trace")
     codegen = sum(p.seconds for p in snaps if p.name == "codegen")
     passes = sum(p.seconds for p in snaps) - trace - codegen
-    compile_s = run.compile_seconds
-    total = calls[-1].seconds
     parts = [("trace", trace), ("passes", passes), ("codegen", codegen),
-             ("compile set-up (executor, snapshots)", max(compile_s - trace - passes - codegen, 0.0)),
-             ("run (plan for these sizes + execute)", run.run_seconds)]
-    parts.append(("call overhead (bind, cache key, first-use imports)", max(total - sum(c for _, c in parts), 0.0)))
+             ("compile set-up (executor, snapshots)", max(compile_s - trace - passes - codegen, 0.0))]
+    if latest:
+        parts.append(("run (plan for these sizes + execute)", run.run_seconds))
+        parts.append(("call overhead (bind, cache key, first-use imports)",
+                      max(call.seconds - sum(c for _, c in parts), 0.0)))
+    else:
+        parts.append(("run + call overhead (bind, cache key, first-use imports)",
+                      max(call.seconds - sum(c for _, c in parts), 0.0)))
     return parts
 
 
 def first_call_html(kernel) -> str:
-    """The last compiling call's time broken down (`first_call_parts`), with the simulation of
+    """The latest compiling call's time broken down (`first_call_parts`), with the simulation of
     its timeline beside it (done when the timeline is first looked at, not inside the call)."""
     parts = first_call_parts(kernel)
     if not parts:
         return ""
     calls = list(kernel.call_log)
-    rows = [(esc(stage), ms(sec), f"{sec / calls[-1].seconds:.0%}" if calls[-1].seconds else "–") for stage, sec in parts]
-    rows.append(("<b>the call, as in the call log</b>", f"<b>{ms(calls[-1].seconds)}</b>", "100%"))
-    sim = getattr(kernel.last_run, "_lab_simulate_seconds", None)
+    index = max(i for i, c in enumerate(calls) if not c.hit)
+    total = calls[index].seconds
+    rows = [(esc(stage), ms(sec), f"{sec / total:.0%}" if total else "–") for stage, sec in parts]
+    rows.append((f"<b>the call, as in the call log (#{index})</b>", f"<b>{ms(total)}</b>", "100%"))
+    sim = getattr(kernel.last_run, "_lab_simulate_seconds", None) if index == len(calls) - 1 else None
     if sim is not None:
         rows.append(("simulate the timeline (on first look, outside the call)", ms(sim), ""))
     return table(("stage", "time", "of the call"), rows,
-                 caption="the last compiling call, stage by stage (compile = trace + passes + codegen + set-up)")
+                 caption="the latest compiling call, stage by stage (compile = trace + passes + codegen + set-up)")
 
 
 def call_log_html(kernel) -> str:
