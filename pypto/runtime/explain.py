@@ -346,8 +346,18 @@ def dependency_region(tl, lowered, src: int, dst: int) -> str:
     """The GM tensor (and the tile of ``dst``) through which ``dst`` depends on ``src``: a
     tensor one of them writes and the other accesses; "" when it cannot be told."""
     a, b = task_operands(tl, lowered, src), task_operands(tl, lowered, dst)
+
+    def box(off, val):
+        return ", ".join(f"{o}:{o + v}" for o, v in zip(off, val))
+
     for _, tensor, role, off, val, _tile in b:
         for _, t2, role2, _o2, _v2, _t2 in a:
             if t2 == tensor and "write" in (role, role2):
-                return f"%{tensor}[{', '.join(f'{o}:{o + v}' for o, v in zip(off, val))}]"
+                return f"%{tensor}[{box(off, val)}]"
+    # a view of the written tensor under another name (a reshape): one write read by one read
+    writes = [t for _, t, role, *_ in a if role == "write"]
+    reads = [(t, off, val) for _, t, role, off, val, _tile in b if role == "read"]
+    if len(writes) == 1 and len(reads) == 1:
+        tensor, off, val = reads[0]
+        return f"%{writes[0]} (read as %{tensor}[{box(off, val)}])"
     return ""
