@@ -69,7 +69,8 @@ _SCRIPT = r"""
 
 def _lazy(html: str) -> str:
     """``html`` kept as the text of an inert script element, put in place by the page's script
-    when its section is shown or its <details> opened (the browser does not parse it before)."""
+    when its section is shown or its <details> opened (the browser does not parse it before).
+    Never nested: the unescaping on wake would reach into an inner one."""
     text = html.replace("</script", "<\\/script").replace("<!--", "<\\!--")
     return f'<script type="text/x-pypto-lazy" class="pypto-lazy">{text}</script>'
 
@@ -120,7 +121,9 @@ def _timeline_section(run) -> str:
     tl = views.timeline_timed(run)
     if tl is None:
         return note("no timeline")
-    return views.timeline_html(tl, title=f"{run.compiled.name}: simulated")
+    return (views.timeline_html(tl, title=f"{run.compiled.name}: simulated")
+            + "<details><summary><b>buffers over time</b> (the busiest core of each type)</summary>"
+            + views.buffers_html(tl) + "</details>")  # the section is lazy already: no nesting
 
 
 def report_html(kernel) -> str:

@@ -49,6 +49,7 @@ def test_report_has_every_section_and_nothing_external(kernel, tmp_path):
     # lazy sections are inert script text that holds no raw end tag
     for lazy in re.findall(r'<script type="text/x-pypto-lazy" class="pypto-lazy">(.*?)</script>', text, re.S):
         assert "</script" not in lazy and "<!--" not in lazy
+        assert "pypto-lazy" not in lazy, "lazy sections are never nested"
 
 
 def test_report_refuses_bad_input(tmp_path):

@@ -75,9 +75,12 @@ def test_first_call_parts_add_up_to_the_call_log():
     assert compile_parts == pytest.approx(kernel.last_run.compile_seconds, rel=1e-9)
     V.kernel_summary_html(kernel)  # the summary looks at the timeline first: its simulation is timed
     html = _text(V.first_call_html(kernel))
-    assert "simulate the timeline" in html and "the call, as in the call log" in html
-    kernel(x, out)  # a hit: nothing to break down
-    assert V.first_call_parts(kernel) == [] and V.first_call_html(kernel) == ""
+    assert "simulate the timeline" in html and "the call, as in the call log (#0)" in html
+    kernel(x, out)  # a hit: the compiling call is still broken down, its run and overhead as one figure
+    later = dict(V.first_call_parts(kernel))
+    assert list(later)[:4] == list(parts)[:4] and "run + call overhead" in " ".join(later)
+    assert sum(later.values()) == pytest.approx(kernel.call_log[0].seconds, rel=1e-9)
+    assert "the call, as in the call log (#0)" in _text(V.first_call_html(kernel))
 
 
 def test_sums_over_cores_are_labelled():
