@@ -225,3 +225,21 @@ def test_graph_fits_inside_its_frame(browser, report, tmp_path):
         assert not errors, errors
     finally:
         context.close()
+
+
+def test_buffers_over_time_in_the_report(browser, report, tmp_path):
+    kernel, path = report
+    context, page, _refused, errors, _opened = _open(browser, path)
+    try:
+        section = page.locator("section[data-tab=timeline]")
+        section.locator("details:has(svg.pypto-buffers) > summary").click()
+        svgs = section.locator("svg.pypto-buffers")
+        assert svgs.count() >= 1
+        assert svgs.first.locator("line[stroke-dasharray]").count() >= 1  # a capacity line per track
+        assert "peak" in svgs.first.text_content()
+        shot = tmp_path / "report_buffers.png"
+        svgs.first.screenshot(path=str(shot))
+        _keep(shot)
+        assert not errors, errors
+    finally:
+        context.close()
