@@ -211,12 +211,14 @@ def test_graph_fits_inside_its_frame(browser, report, tmp_path):
     _kernel, path = report
     context, page, _refused, errors, _opened = _open(browser, path)
     try:
+        page.click("nav.pypto-report-tabs button[data-tab=graph]")
         sizes = page.evaluate("""() => [...document.querySelectorAll('section[data-tab=graph] details[open] .pypto-graph-frame')]
           .map(f => { const s = f.querySelector('svg').getBoundingClientRect(), b = f.getBoundingClientRect();
                       return {sw: s.width, sh: s.height, fw: b.width, fh: b.height,
                               natural: f.querySelector('svg').width.baseVal.value}; })""")
         assert sizes
         for s in sizes:
+            assert s["sw"] > 100 and s["fw"] > 100, s  # shown
             assert s["sw"] <= s["fw"] + 1 and s["sh"] <= s["fh"] + 1, s  # nothing cut off
             assert s["sw"] <= s["natural"] * 1.34 + 1, s  # never blown up (CSS px are 4/3 of Graphviz's pt)
         shot = tmp_path / "report_graph.png"
