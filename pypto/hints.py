@@ -4,7 +4,8 @@
   loads straight back into its buffers; fused into one leaf the value would stay on chip;
 * idle pipes: a leaf whose busiest pipe works for a small part of the leaf's run time (fixed
   costs dominate: the tiles are too small, or the work is latency bound);
-* idle cores: the tile grid makes fewer tasks than the machine has cores of that kind.
+* idle cores: the tile grid makes fewer tasks than the machine has cores of that kind;
+* redundant loads: a leaf copies the same GM tile into its buffers more than once.
 
 Pure analysis over the inspection objects (no IPython, no widgets): :func:`kernel_hints` returns
 :class:`Hint` records; the lab shows them.
@@ -23,7 +24,7 @@ MAX_EVENTS = 200_000  # pipes are summed over at most this many tasks (a huge ti
 
 @dataclass(frozen=True)
 class Hint:
-    """One finding: ``kind`` ("gm_round_trip", "idle_pipes" or "idle_cores"), a one-line
+    """One finding: ``kind`` ("gm_round_trip", "redundant_loads", "idle_pipes" or "idle_cores"), a one-line
     ``title``, the ``detail`` (the numbers behind it and what to try) and the ``leaves`` concerned."""
 
     kind: str
@@ -134,13 +135,43 @@ def idle_cores(timeline) -> list:
     return hints
 
 
+def redundant_loads(compiled) -> list:
+    """Leaves that load one GM tile into their buffers more than once (the tile is used by
+    several ops, each given its own copy-in): every load after the first is read traffic a
+    single load, kept in its buffer, would save."""
+    hints = []
+    leaves = getattr(getattr(compiled, "lowered", None), "leaves", None) or {}
+    for name, leaf in leaves.items():
+        loads: dict = {}
+        for i, op in enumerate(leaf.ops):
+            if op.kind != "copy_in" or not op.inputs or op.inputs[0].mem != "GM":
+                continue
+            a = op.inputs[0]
+            key = (a.value.name, repr(a.base), tuple(a.shape), repr(a.extent))
+            loads.setdefault(key, []).append(i)
+        for (tensor, _base, shape, _extent), ops in loads.items():
+            if len(ops) < 2:
+                continue
+            nbytes = _tile_bytes(leaf.ops[ops[0]].inputs[0])
+            traffic = f" ({nbytes * (len(ops) - 1):,} extra bytes read per task)" if nbytes else ""
+            line = getattr(leaf.ops[ops[0]], "loc", None)
+            at = f" (from {line})" if line is not None else ""
+            hints.append(Hint(
+                "redundant_loads", f"{name} loads one tile of %{tensor} {len(ops)} times",
+                f"ops {', '.join(map(str, ops))} each copy the same {list(shape)} tile of %{tensor} from GM "
+                f"into UB/L1{at}: {len(ops)}x the read traffic{traffic}. One load kept in its buffer would do; "
+                "reuse the loaded value in the kernel (bind it to a name once) or keep it live across the ops.",
+                (name,)))
+    return hints
+
+
 def kernel_hints(compiled, timeline=None) -> list:
     """Every hint for ``compiled`` (and for its simulated ``timeline``, when given)."""
-    hints = gm_round_trips(compiled)
+    hints = gm_round_trips(compiled) + redundant_loads(compiled)
     if timeline is not None:
         hints += idle_pipes(timeline) + idle_cores(timeline)
     return hints
 
 
-__all__ = ["Hint", "kernel_hints", "gm_round_trips", "idle_pipes", "idle_cores",
+__all__ = ["Hint", "kernel_hints", "gm_round_trips", "redundant_loads", "idle_pipes", "idle_cores",
            "PIPE_BUSY_BELOW", "CORES_USED_BELOW"]

@@ -7,7 +7,8 @@ views are imported on first use.
 
 from __future__ import annotations
 
-__all__ = ["TABS", "dashboard", "parse_tabs", "load_ipython_extension", "show", "unload_ipython_extension"]
+__all__ = ["TABS", "dashboard", "parse_tabs", "load_ipython_extension", "save_html", "show",
+           "unload_ipython_extension"]
 
 # The dashboard's tabs, in display order (also the names ``--show`` and ``tabs=`` accept).
 TABS = ("graph", "passes", "code", "cache", "timeline", "tune", "sweep")
@@ -59,3 +60,12 @@ def show(kernel, tabs=None) -> None:
     from IPython.display import display
 
     display(dashboard(kernel, tabs=tabs))
+
+
+def save_html(kernel, path) -> str:
+    """Write a one-page, self-contained HTML report of ``kernel``'s last call to ``path``: the
+    summary, graph, passes with diffs, code, cache and the interactive timeline, readable
+    offline without Python (`pypto_lab.report`). Returns the path written."""
+    from .report import save_html as save
+
+    return save(kernel, path)

@@ -179,7 +179,8 @@ class PyptoMagics(Magics):
         dashboard per kernel called (in call order)::
 
             %%pypto [--run-mode SIM|NPU] [--sched-mode 0-3] [--stitch 1-1024]
-                    [--valid-shape-opt 0|1] [--aicpu 1-7] [--show graph,passes,code,cache,timeline,tune]
+                    [--valid-shape-opt 0|1] [--aicpu 1-7]
+                    [--show graph,passes,code,cache,timeline,tune,sweep]
 
         ``--show`` takes a comma separated subset of the tabs (default: all).
         """

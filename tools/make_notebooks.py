@@ -276,6 +276,31 @@ print("compiles:", flash_attention.flash_attention.cache_info().misses)
 s = flash_attention.flash_attention.last_run.timeline.stats
 print("tasks:", s["tasks"], "| device tasks:", s["device_tasks"])"""),
         ("code", IGNORE + "pypto_lab.show(flash_attention.flash_attention)"),
+        ("md", """## Why did a task start when it did?
+
+`timeline.explain(task)` gives a task's start reason: the dependency it waited for (and the GM
+tensor they share), the core still busy with the task before it, the schedule thread's queue, or
+the launch and stitching. Following the causes back is "why is this late"; from the task that
+ends last it is the critical path, whose runs and waits add up to the makespan. In the Timeline
+tab, click a bar: the details say why it started then, and "why is this late?" draws the chain."""),
+        ("code", """tl = flash_attention.flash_attention.last_run.timeline
+lowered = flash_attention.flash_attention.last_run.compiled.lowered
+last = max(range(len(tl.events)), key=lambda k: int(tl.events.end[k]))
+print(tl.explain(last, lowered).text)
+chain = tl.critical_chain()
+print(sum(1 for s in chain if s.task is not None), "tasks on the critical path; its", len(chain),
+      "segments add up to the makespan:", sum(s.cycles for s in chain) == tl.stats["makespan_cycles"])
+for s in chain[-4:]:
+    print(f"{s.start:>9,} .. {s.end:>9,} cycles  {s.what}")"""),
+        ("md", """## A one-page report
+
+`pypto_lab.save_html(kernel, path)` writes the dashboard as one self-contained HTML file (summary,
+graph, passes with diffs, code, cache and the interactive timeline) that opens offline, without
+Python; the dashboard's "save HTML report" button does the same."""),
+        ("code", """import os, tempfile
+path = pypto_lab.save_html(flash_attention.flash_attention,
+                           os.path.join(tempfile.gettempdir(), "flash_attention_report.html"))
+print("under 2 MB:", os.path.getsize(path) < 2_000_000)"""),
     ],
     "05_tuning": [
         ("md", """# 05 · Tuning sweeps

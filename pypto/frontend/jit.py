@@ -38,6 +38,7 @@ from ..runtime.workspace_budget import DEFAULT_BYTES as DEFAULT_WORKSPACE_BYTES,
 from ..runtime.verify import verify
 from .checks import check_source
 from .compile import monitor_compile
+from .user_traceback import filter_user_traceback
 from .execute_hook import ExecuteHookType, ExecutionSteps
 from .launcher import make_binder
 from .host_tensor import HostTensor
@@ -175,13 +176,32 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
 
     # ---- the call path -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        before = self.last_run
         try:
             result, npu = self._call(args, kwargs)
         except PyptoError as e:
+            self._refused(e, before)
             raise e.with_traceback(None)  # the message already points at the kernel line
+        except Exception as e:  # a Python mistake in the kernel body: show the user's frames only
+            self._refused(e, before)
+            filter_user_traceback(e)
+            raise
         if npu:  # run_mode NPU, served on the simulator by a registered stand-in
             _backend.npu_stand_in().launched(self, args, kwargs, result)
         return result
+
+    _refusal = None  # (what refused the last call, the last_run it left in place)
+
+    def _refused(self, error, before) -> None:
+        if self.last_run is before:  # refused before running: last_run is still the call before
+            self._refusal = (_stopped_by(error), before)
+
+    @property
+    def refused_call(self) -> str | None:
+        """What refused this kernel's last call (``"ShapeError: ..."``) when it failed before
+        running, so that ``last_run`` still describes the call before it; None otherwise."""
+        got = self._refusal
+        return got[0] if got is not None and got[1] is self.last_run else None
 
     def _call(self, args, kwargs):
         # Threads may call one kernel at once: read each shared slot (_fast, _opts) once, into locals.
@@ -475,6 +495,9 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             entry = self._lookup(args, kwargs, count=False)[0]
         except PyptoError as e:
             raise e.with_traceback(None)
+        except Exception as e:
+            filter_user_traceback(e)
+            raise
         return entry.compiled
 
     def cache_info(self) -> CacheInfo:

@@ -246,6 +246,11 @@ class _Sim:
         ev_core_np, ev_thread_np, ev_cost_np = np.zeros(n, np.int16), np.zeros(n, np.int8), np.zeros(n, np.int32)
         ev_start, ev_end, ev_core, ev_thread, ev_cost = (memoryview(a) for a in (ev_start_np, ev_end_np, ev_core_np,
                                                                                 ev_thread_np, ev_cost_np))
+        # ---- why each task started when it did: recorded here, explained by runtime/explain.py ----
+        why_ready_np = np.zeros(n, dtype=np.int64)  # when it became ready to dispatch
+        why_by_np = np.full(n, -1, dtype=np.int32)  # the dependency whose completion made it ready (-1: its device task opened)
+        why_disp_np = np.zeros(n, dtype=np.int64)  # when its schedule thread had dispatched it
+        why_ready, why_by, why_disp = memoryview(why_ready_np), memoryview(why_by_np), memoryview(why_disp_np)
         # AICPU spans: a task's completion span is two numbers (its thread and task follow from the
         # finish order); the few other spans are kept whole with their place among the completions
         comp_start, comp_end = array("q"), array("q")
@@ -314,6 +319,7 @@ class _Sim:
                     t0 = (t if t > tf else tf) + make_dispatch
                     thread_free[th] = t0
                     dispatches[th] += 1
+                    why_disp[k] = int(t0)  # start reasons
                     fa = free_at[c]
                     start(c, k, t0 if t0 > fa else fa, th)
                     return
@@ -454,8 +460,10 @@ class _Sim:
                 for k in range(lo, hi):
                     if npred[k] == 0:
                         queues[ttype[k]].append(k)
+                        why_ready[k], why_by[k] = int(t), -1  # start reasons
             else:
                 ready = np.nonzero(npred_np[lo:hi] == 0)[0] + lo
+                why_ready_np[ready], why_by_np[ready] = int(t), -1  # start reasons
                 types = ttype_np[ready]
                 for ty in (0, 1):
                     queues[ty].frombytes(ready[types == ty].astype(np.int32).tobytes())
@@ -518,6 +526,7 @@ class _Sim:
                         left = npred[j] - 1
                         npred[j] = left
                         if left == 0 and j < submitted_hi:
+                            why_ready[j], why_by[j] = int(tt), k  # start reasons
                             make_ready(j, tt, owner)
                 wake_all(tt)
                 if waiting:
@@ -555,6 +564,7 @@ class _Sim:
                                 qhead[ty] = h + 1
                             t0 += dispatch_cost
                             dispatches[d] += 1
+                            why_disp[k] = int(t0)  # start reasons
                             if not pending:
                                 fa = free_at[c]
                                 start(c, k, t0 if t0 > fa else fa, d)
@@ -581,9 +591,12 @@ class _Sim:
         extra = {"dispatches_per_thread": list(dispatches), "l2_hit_rate": (hits / reads) if reads else 0.0,
                  "control_wait_cycles": wait_cycles}
         del ev_start, ev_end, ev_core, ev_thread, ev_cost  # release the views before handing the arrays on
-        return self._timeline(done, ev_start_np, ev_end_np, ev_core_np, ev_thread_np, ev_cost_np, cost_pipes,
-                              cost_hits, core_names, core_thread, (comp_start, comp_end),
-                              (sp_thread, sp_name, sp_start, sp_end, sp_arg, sp_at), dt_lo, dt_hi, extra)
+        timeline = self._timeline(done, ev_start_np, ev_end_np, ev_core_np, ev_thread_np, ev_cost_np, cost_pipes,
+                                  cost_hits, core_names, core_thread, (comp_start, comp_end),
+                                  (sp_thread, sp_name, sp_start, sp_end, sp_arg, sp_at), dt_lo, dt_hi, extra)
+        del why_ready, why_by, why_disp
+        timeline.events.why = {"ready": why_ready_np, "by": why_by_np, "dispatched": why_disp_np}  # start reasons
+        return timeline
 
     def _timeline(self, done, ev_start, ev_end, ev_core, ev_thread, ev_cost, cost_pipes, cost_hits, core_names,
                   core_thread, completions, spans, dt_lo, dt_hi, extra):

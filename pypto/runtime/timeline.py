@@ -171,6 +171,26 @@ class Timeline:
                 f"{s['makespan_cycles']} cycles ({s['makespan_us']:.1f} µs), utilization {util}"
                 + (f"; model error {error}>" if error else ">"))
 
+    def explain(self, task: int, lowered=None):
+        """Why ``task`` started when it did: a `runtime.explain.StartReason` (the dependency and
+        its GM tensor, the busy core, the schedule thread's queue, or the launch/stitch)."""
+        from .explain import explain
+
+        return explain(self, task, lowered)
+
+    def why_late(self, task: int, lowered=None) -> list:
+        """The chain of start reasons from ``task`` back to the launch (`runtime.explain.why_late`)."""
+        from .explain import why_late
+
+        return why_late(self, task, lowered)
+
+    def critical_chain(self, lowered=None) -> list:
+        """The critical path as segments (runs and waits) that sum to the makespan
+        (`runtime.explain.critical_chain`)."""
+        from .explain import critical_chain
+
+        return critical_chain(self, lowered)
+
     @property
     def model_error(self):
         """The timing model's measured error for this kernel's class (`runtime.model_error`)."""

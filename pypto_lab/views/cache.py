@@ -39,7 +39,78 @@ def cache_table_html(kernel) -> str:
         return head + note("nothing compiled yet")
     rows = [(str(i), esc(e.key), _served_html(e), str(e.hits), ms(e.compile_seconds))
             for i, e in enumerate(info.entries)]
-    return head + table(("#", "version (key)", "shapes served: hits per shape", "hits", "compile"), rows)
+    return head + table(("#", "version (key)", "shapes served: hits per shape", "hits",
+                         "compile (trace + passes + codegen)"), rows)
+
+
+def timeline_timed(run):
+    """``run.timeline``, timing the simulation the first time it is asked for (the timeline is
+    simulated lazily, outside the call's time): the seconds are kept on the record for
+    `first_call_html`."""
+    if run is None:
+        return None
+    if getattr(run, "_timeline", True) is None and getattr(run, "simulator", None) is not None:
+        import time
+
+        t0 = time.perf_counter()
+        tl = run.timeline
+        run._lab_simulate_seconds = time.perf_counter() - t0
+        return tl
+    return run.timeline
+
+
+def first_call_parts(kernel) -> list:
+    """``(stage, seconds)`` of the kernel's latest compiling call, adding up to that call's time
+    in the call log: trace, the passes, codegen, the rest of the compile (executor set-up), then
+    the run (planning for these sizes and execution) and the call's own overhead (binding, the
+    cache key, first-use imports); when later calls have replaced its record, the run and the
+    overhead are one figure. Empty when no call compiled (or its version was evicted)."""
+    calls = list(getattr(kernel, "call_log", ()) or ())
+    index = next((i for i in range(len(calls) - 1, -1, -1) if not calls[i].hit), None)
+    if index is None:
+        return []
+    call = calls[index]
+    run = getattr(kernel, "last_run", None)
+    latest = run is not None and index == len(calls) - 1 and not run.cache_hit and run.key == call.key
+    if latest:
+        compiled, compile_s = run.compiled, run.compile_seconds
+    else:
+        entry = next((e for e in kernel.cache_info().entries if e.key == call.key), None)
+        if entry is None:
+            return []
+        compiled, compile_s = entry.compiled, entry.compile_seconds
+    snaps = list(getattr(compiled, "passes", ()) or ())
+    trace = sum(p.seconds for p in snaps if p.name == "trace")
+    codegen = sum(p.seconds for p in snaps if p.name == "codegen")
+    passes = sum(p.seconds for p in snaps) - trace - codegen
+    parts = [("trace", trace), ("passes", passes), ("codegen", codegen),
+             ("compile set-up (executor, snapshots)", max(compile_s - trace - passes - codegen, 0.0))]
+    if latest:
+        parts.append(("run (plan for these sizes + execute)", run.run_seconds))
+        parts.append(("call overhead (bind, cache key, first-use imports)",
+                      max(call.seconds - sum(c for _, c in parts), 0.0)))
+    else:
+        parts.append(("run + call overhead (bind, cache key, first-use imports)",
+                      max(call.seconds - sum(c for _, c in parts), 0.0)))
+    return parts
+
+
+def first_call_html(kernel) -> str:
+    """The latest compiling call's time broken down (`first_call_parts`), with the simulation of
+    its timeline beside it (done when the timeline is first looked at, not inside the call)."""
+    parts = first_call_parts(kernel)
+    if not parts:
+        return ""
+    calls = list(kernel.call_log)
+    index = max(i for i, c in enumerate(calls) if not c.hit)
+    total = calls[index].seconds
+    rows = [(esc(stage), ms(sec), f"{sec / total:.0%}" if total else "–") for stage, sec in parts]
+    rows.append((f"<b>the call, as in the call log (#{index})</b>", f"<b>{ms(total)}</b>", "100%"))
+    sim = getattr(kernel.last_run, "_lab_simulate_seconds", None) if index == len(calls) - 1 else None
+    if sim is not None:
+        rows.append(("simulate the timeline (on first look, outside the call)", ms(sim), ""))
+    return table(("stage", "time", "of the call"), rows,
+                 caption="the latest compiling call, stage by stage (compile = trace + passes + codegen + set-up)")
 
 
 def call_log_html(kernel) -> str:
@@ -54,7 +125,9 @@ def call_log_html(kernel) -> str:
         outcome = ('<span style="color:#116329">hit</span>' if c.hit
                    else '<span style="color:#9a6700;font-weight:bold">compile</span>')
         rows.append((str(i), outcome, esc(c.key), esc(c.reason or ""), ms(c.seconds)))
-    return table(("#", "call", "key", "reason", "time"), rows)
+    return table(("#", "call", "key", "reason", "time"), rows,
+                 caption="time: the whole call; a compiling call's includes its compile, its run and the call's own "
+                         "overhead (broken down below for the last one)")
 
 
-__all__ = ["cache_table_html", "call_log_html"]
+__all__ = ["cache_table_html", "call_log_html", "first_call_html", "first_call_parts", "timeline_timed"]

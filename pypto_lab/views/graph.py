@@ -69,7 +69,7 @@ def graph_svg(compiled, level: str = "tensor") -> str:
 
 # Pan and zoom without any script file: handlers on the frame (they run in JupyterLab, and a
 # stored notebook without them still shows the picture). Drag pans (the frame scrolls), the
-# wheel with Ctrl (or Cmd) zooms around the graph, double-click toggles fit-to-width / full size.
+# wheel with Ctrl (or Cmd) zooms around the graph, double-click toggles fit-to-frame / full size.
 _PAN_ZOOM = " ".join((
     """onmousedown="if(event.button===0){this._p=[event.clientX,event.clientY,this.scrollLeft,this.scrollTop];"""
     """this.style.cursor='grabbing';event.preventDefault()}\"""",
@@ -78,10 +78,10 @@ _PAN_ZOOM = " ".join((
     """onmouseup="this._p=null;this.style.cursor='grab'\"""",
     """onmouseleave="this._p=null;this.style.cursor='grab'\"""",
     """onwheel="if(event.ctrlKey||event.metaKey){event.preventDefault();var s=this.querySelector('svg');"""
-    """var w=s.getBoundingClientRect().width*(event.deltaY<0?1.25:0.8);s.style.maxWidth='none';"""
+    """var w=s.getBoundingClientRect().width*(event.deltaY<0?1.25:0.8);s.style.maxWidth='none';s.style.maxHeight='none';"""
     """s.style.width=Math.max(100,w)+'px';s.style.height='auto'}\"""",
     """ondblclick="var s=this.querySelector('svg');var fit=s.style.maxWidth!=='100%';"""
-    """s.style.maxWidth=fit?'100%':'none';s.style.width=fit?'100%':'';s.style.height=fit?'auto':''\"""",
+    """s.style.maxWidth=fit?'100%':'none';s.style.maxHeight=fit?'68vh':'none';s.style.width='';s.style.height=''\"""",
 ))
 FRAME_STYLE = ("overflow:auto;max-height:70vh;border:1px solid #ddd;cursor:grab;background:#fff;"
                "user-select:none")
@@ -112,16 +112,18 @@ def legend_html() -> str:
 
 def graph_html(compiled, level: str = "tensor", fit: bool = True) -> str:
     """The graph of ``level`` in a frame that pans (drag) and zooms (Ctrl + wheel; double-click
-    toggles fit-to-width), with its legend. Hover a node for its shapes, memory levels and
-    source line. ``fit``: start fitted to the frame's width (else at Graphviz's own size)."""
+    toggles fit-to-frame), with its legend. Hover a node for its shapes, memory levels and
+    source line. ``fit``: start shrunk to fit the frame, never enlarged (else at Graphviz's own size)."""
     body = graph_svg(compiled, level)
     start = body.find("<svg")
     if start < 0:
         return body
-    size = "max-width:100%;width:100%;height:auto" if fit else "max-width:none"
+    # fit: shrink to the frame (its width and its height), never enlarge: a small graph keeps
+    # Graphviz's size instead of being blown up to the frame's width and cut off at the bottom
+    size = "max-width:100%;max-height:68vh;width:auto;height:auto" if fit else "max-width:none"
     body = body[:start] + f'<svg style="{size};display:block"' + body[start + 4:]
     hint = ('<div style="font-family:sans-serif;font-size:11px;color:#777">drag to pan, Ctrl + wheel to '
-            'zoom, double-click: fit width / full size, hover a node for details</div>')
+            'zoom, double-click: fit to frame / full size, hover a node for details</div>')
     return legend_html() + f'<div class="pypto-graph-frame" style="{FRAME_STYLE}" {_PAN_ZOOM}>{body}</div>' + hint
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._html import esc
 
-_ICONS = {"gm_round_trip": "\u21c4", "idle_pipes": "\u23f8", "idle_cores": "\u25a1"}
+_ICONS = {"gm_round_trip": "\u21c4", "idle_pipes": "\u23f8", "idle_cores": "\u25a1", "redundant_loads": "\u29c9"}
 MAX_SHOWN = 12  # hints listed; the rest are counted
 
 
@@ -28,4 +28,19 @@ def hints_html(run) -> str:
             f'</summary><ul style="margin:2px 0;padding-left:20px">{"".join(items)}</ul></details>')
 
 
-__all__ = ["hints_html"]
+def leaf_hints_html(compiled, leaf: str) -> str:
+    """The compile-time hints about one leaf (e.g. a GM tile loaded several times), as a
+    banner above its code in the Code tab; "" when there are none."""
+    from pypto.hints import gm_round_trips, redundant_loads
+
+    if compiled is None or not leaf:
+        return ""
+    mine = [h for h in redundant_loads(compiled) + gm_round_trips(compiled) if leaf in h.leaves]
+    if not mine:
+        return ""
+    items = "".join(f'<div><b>{_ICONS.get(h.kind, "")} {esc(h.title)}</b>: {esc(h.detail)}</div>' for h in mine)
+    return (f'<div class="pypto-leaf-hints" style="font-family:sans-serif;font-size:12px;background:#fff8c5;'
+            f'border:1px solid #d4a72c;padding:4px 6px;margin:4px 0">{items}</div>')
+
+
+__all__ = ["hints_html", "leaf_hints_html"]

@@ -21,16 +21,27 @@ def kernel_summary_html(kernel) -> str:
     lines = [f"<b>{esc(_name(kernel))}</b>: {len(info.entries)} compiled version(s), "
              f"{info.hits} hit(s), {info.misses} miss(es)"]
     run = getattr(kernel, "last_run", None)
+    refused = getattr(kernel, "refused_call", None)
+    if refused:
+        lines.append(f'<span class="pypto-refused-call" style="color:#cf222e">last call: refused before running, '
+                     f'{esc(refused)}</span>' + (' <span style="color:#777">(nothing ran; below: the call before it)'
+                                                  '</span>' if run is not None else ""))
     if run is None:
-        lines.append('<span style="color:#777">not called yet</span>')
+        if not refused:
+            lines.append('<span style="color:#777">not called yet</span>')
     else:
         calls = list(getattr(kernel, "call_log", ()) or ())
         reason = calls[-1].reason if calls and not calls[-1].hit else None
         how = "cache hit" if run.cache_hit else f"compiled in {ms(run.compile_seconds)}"
         if reason:
             how += f" ({esc(reason)})"
-        lines.append(f"last call: {how}, ran in {ms(run.run_seconds)} &middot; version {esc(run.key)}")
-        tl = run.timeline
+        label = "the call before" if refused else "last call"
+        if run.error:
+            lines.append(f'<span style="color:#cf222e">{label}: stopped mid-run by {esc(run.error)}</span>')
+        lines.append(f"{label}: {how}, ran in {ms(run.run_seconds)} &middot; version {esc(run.key)}")
+        from .cache import timeline_timed
+
+        tl = timeline_timed(run)
         if tl is not None:
             lines.append(f"timeline: {esc(stats_line(tl))}{model_error_html(tl)}")
     body = "".join(f'<div style="margin:1px 0">{line}</div>' for line in lines)
@@ -58,6 +69,9 @@ def dashboard_text(kernel) -> str:
     text = (f"pypto dashboard of {_name(kernel)}: {len(info.entries)} compiled version(s), "
             f"{info.hits} hit(s), {info.misses} miss(es)")
     run = getattr(kernel, "last_run", None)
+    refused = getattr(kernel, "refused_call", None)
+    if refused:
+        text += f"; last call refused: {refused}"
     if run is not None and run.timeline is not None:
         error = model_error_text(run.timeline)
         text += f"; timeline: {stats_line(run.timeline)}" + (f" ({error})" if error else "")

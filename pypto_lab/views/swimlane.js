@@ -1,7 +1,8 @@
 // pypto_lab swimlane renderer: one canvas, typed columns, no dependencies.
 // Used as an anywidget module (renderWidget) and inlined in Timeline._repr_html_ (mountStatic).
-// Wheel zooms around the pointer, drag pans, shift+wheel scrolls the lanes, a double click resets,
-// a click on a bar selects it (details, dependency arrows). Bars narrower than a pixel that fall
+// The wheel scrolls the lanes (and the page once the lanes are at an end, as Perfetto and Nsight
+// do), Ctrl/Meta+wheel zooms around the pointer, shift+wheel pans, drag pans, a double click
+// resets, a click on a bar selects it (details, its start reason, dependency arrows). Bars narrower than a pixel that fall
 // on the same pixel are drawn once, so 100,000 tasks stay interactive.
 var PyptoSwimlane = (function () {
   "use strict";
@@ -116,7 +117,7 @@ var PyptoSwimlane = (function () {
     var shown = lanes.length, self = this;
     this.groups.slice().sort(function (a, b) { return b.lanes.length - a.lanes.length; }).forEach(function (g) {
       if (g.kind in self.collapsed) { if (self.collapsed[g.kind]) shown -= g.lanes.length; return; }
-      self.collapsed[g.kind] = shown > 40 && g.lanes.length > 8;
+      self.collapsed[g.kind] = false;  // every lane shown; the wheel scrolls to them
       if (self.collapsed[g.kind]) shown -= g.lanes.length;
     });
   };
@@ -163,7 +164,7 @@ var PyptoSwimlane = (function () {
       dl.onclick = function () { self.host.download(); };
       bar.appendChild(dl);
     }
-    bar.appendChild(h("span", "color:#777", "wheel: zoom · drag: pan · shift+wheel: scroll lanes · double-click: reset · click a bar: details"));
+    bar.appendChild(h("span", "color:#777", "wheel: scroll lanes · ctrl/⌘+wheel: zoom · drag or shift+wheel: pan · double-click: reset · click a bar: details, why it started then"));
     el.appendChild(bar);
     this.legendBox = h("div", "display:flex;flex-wrap:wrap;gap:4px 12px;margin:0 0 4px 0;font-size:11px");
     el.appendChild(this.legendBox);
@@ -240,7 +241,7 @@ var PyptoSwimlane = (function () {
   Chart.prototype.size = function () {
     var w = Math.max(this.el.clientWidth || 800, 300);
     var rows = this.rows();
-    var hgt = this.meta.height || Math.min(RULER + this.contentHeight + 4, 620);
+    var hgt = this.meta.height || Math.min(RULER + this.contentHeight + 4, 640);
     hgt = Math.max(hgt, RULER + 60);
     var dpr = window.devicePixelRatio || 1;
     if (this.canvas.width !== Math.round(w * dpr) || this.canvas.height !== Math.round(hgt * dpr)) {
@@ -298,6 +299,9 @@ var PyptoSwimlane = (function () {
       ctx.fillText(pct, GUTTER - 6 - ctx.measureText(pct).width, y + r.h / 2 + 4);
       self.paintLane(ctx, r.lane, y + 1, r.h - 2, dim, false);
     });
+    ctx.restore();
+    ctx.save();  // arrows and outlines stay inside the visible lanes, right of the labels
+    ctx.beginPath(); ctx.rect(GUTTER, RULER, this.W - GUTTER, this.H - RULER); ctx.clip();
     this.paintLinks(ctx, rows, top);
     ctx.restore();
     // gutter line and the ruler on top, which stays while the lanes scroll
@@ -361,11 +365,17 @@ var PyptoSwimlane = (function () {
 
   Chart.prototype.paintLinks = function (ctx, rows, top) {
     var c = this.col, self = this;
+    var chains = [];
     if (this.showCritical) {  // the chain, bar to bar, in start order
       var chain = [];
       for (var i = 0; i < this.n; i++) if (c.critical[i]) chain.push(i);
       chain.sort(function (a, b) { return c.start[a] - c.start[b]; });
-      ctx.strokeStyle = "#d62728"; ctx.fillStyle = "#d62728"; ctx.lineWidth = 1.5;
+      chains.push([chain, "#d62728"]);
+    }
+    if (this.lateChain) chains.push([this.lateChain, "#7b3fb5"]);
+    for (var q0 = 0; q0 < chains.length; q0++) {
+      chain = chains[q0][0];
+      ctx.strokeStyle = chains[q0][1]; ctx.fillStyle = chains[q0][1]; ctx.lineWidth = 1.5;
       for (var k = 0; k < chain.length; k++) {
         var j = chain[k], y = this.barY(j, top, rows);
         ctx.strokeRect(this.xOf(c.start[j]), y - 5, Math.max(this.xOf(c.start[j] + c.dur[j]) - this.xOf(c.start[j]), 1), 10);
@@ -394,11 +404,12 @@ var PyptoSwimlane = (function () {
 
   Chart.prototype.paintRuler = function (ctx) {
     ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, this.W, RULER);
-    var meta = this.meta;
+    var meta = this.meta, labelEnd = -1;
     if (meta.first_task > 0 && this.xOf(meta.first_task) > GUTTER) {  // the launch before the first task
       var x0 = Math.max(this.xOf(0), GUTTER), x1 = this.xOf(meta.first_task);
       ctx.fillStyle = "#efe9e2"; ctx.fillRect(x0, 0, x1 - x0, RULER - 1);
-      if (x1 - x0 > 44) { ctx.fillStyle = "#6b5d4f"; ctx.fillText("launch " + fmtUs(meta.first_task), x0 + 3, 10); }
+      var label = "launch " + fmtUs(meta.first_task), lw = ctx.measureText(label).width;
+      if (x1 - x0 > lw + 6) { ctx.fillStyle = "#6b5d4f"; ctx.fillText(label, x0 + 3, 10); labelEnd = x0 + lw + 8; }
     }
     var span = this.view[1] - this.view[0];
     var step = niceStep(span / Math.max((this.W - GUTTER) / 90, 1));
@@ -408,7 +419,8 @@ var PyptoSwimlane = (function () {
     for (var t = first; t <= this.view[1]; t += step) {
       var x = Math.round(this.xOf(t)) + 0.5;
       ctx.moveTo(x, RULER - 6); ctx.lineTo(x, RULER);
-      ctx.fillText(fmtUs(t), x + 2, RULER - 8);
+      var tick = fmtUs(t);
+      if (x + 2 >= labelEnd) ctx.fillText(tick, x + 2, RULER - 8);  // clear of the launch label
     }
     ctx.moveTo(GUTTER, RULER - 0.5); ctx.lineTo(this.W, RULER - 0.5);
     ctx.stroke();
@@ -448,7 +460,12 @@ var PyptoSwimlane = (function () {
     var c = this.col, meta = this.meta, lane = meta.lanes[c.lane[i]].name;
     var lines = [];
     if (c.aicpu[i]) {
-      lines.push("<b>" + esc(meta.spans[c.group[i]]) + "</b> on AICPU " + esc(lane) + (c.task[i] >= 0 ? " (task " + c.task[i] + ")" : ""));
+      var span = meta.spans[c.group[i]], what = "";
+      if (c.task[i] >= 0) {
+        what = span === "dispatch" ? " (dispatched task " + c.task[i] + (c.count && c.count[i] > 1 ? " and " + (c.count[i] - 1) + " more" : "") + ")"
+          : " (task " + c.task[i] + ")";
+      }
+      lines.push("<b>" + esc(span) + "</b> on AICPU " + esc(lane) + what);
     } else {
       lines.push("<b>" + esc(meta.leaves[c.group[i]]) + "</b>" + (c.variant[i] ? " (" + ["", "main", "tail"][c.variant[i]] + ")" : "") +
         (c.task[i] >= 0 ? " · task " + c.task[i] : "") + " on " + esc(lane));
@@ -461,18 +478,60 @@ var PyptoSwimlane = (function () {
       var pipes = meta.costs[c.cost[i]];
       lines.push("pipes: " + Object.keys(pipes).map(function (p) { return esc(p) + " " + pipes[p].toLocaleString(); }).join(", "));
     }
+    var why = this.reasonText(i);
+    if (why) lines.push("started: " + why);
     var np = this.pred.ptr[i + 1] - this.pred.ptr[i], ns = this.succ.ptr[i + 1] - this.succ.ptr[i];
     if (np || ns) lines.push(np + " predecessor(s), " + ns + " successor(s)" + (c.critical[i] ? " · on the critical path" : ""));
     return lines.join("<br>");
   };
 
+  // why bar i started when it did, from the payload's reason and cause columns ("" if unknown)
+  Chart.prototype.reasonText = function (i) {
+    var c = this.col, meta = this.meta;
+    if (c.aicpu[i] || !c.reason || c.reason[i] < 0 || !meta.reasons) return "";
+    var kind = meta.reasons[c.reason[i]], j = c.cause[i];
+    var who = j >= 0 ? "task " + c.task[j] + " (" + esc(meta.leaves[c.group[j]]) + " on " + esc(meta.lanes[c.lane[j]].name) +
+      ", ended " + fmtUs(c.start[j] + c.dur[j]) + ")" : "";
+    var wait = j >= 0 ? " · waited " + fmtUs(c.start[i] - c.start[j] - c.dur[j]) : "";
+    switch (kind) {
+      case "core busy": return "core busy with " + who;
+      case "dependency": return "waiting for " + who + wait;
+      case "scheduler queue": return "scheduler queue after " + who + wait;
+      case "device task": return "its device task opened after " + who + " and the sync" + wait;
+      default: return "launch and stitching (first tasks of a device task)";
+    }
+  };
+
+  // the chain of causes from bar i back to the launch ("why is this late"), latest first
+  Chart.prototype.causeChain = function (i) {
+    var out = [], c = this.col, seen = 0;
+    while (i >= 0 && seen++ <= this.n) { out.push(i); i = c.cause ? c.cause[i] : -1; }
+    return out.reverse();
+  };
+
   Chart.prototype.select = function (i) {
     this.selected = i;
+    this.lateChain = null;
     this.draw();
     if (i < 0) { this.details.innerHTML = ""; return; }
     this.details.innerHTML = '<div style="border:1px solid #ddd;padding:6px;background:#fcfcfc">' + this.describe(i) +
-      '<div class="pypto-timeline-details-more"></div></div>';
-    var c = this.col;
+      '<div class="pypto-timeline-late"></div><div class="pypto-timeline-details-more"></div></div>';
+    var c = this.col, self = this;
+    if (!c.aicpu[i] && c.cause && c.cause[i] >= 0) {
+      var btn = h("button", "font-size:12px;margin:4px 0", "why is this late? (follow the causes back)");
+      btn.className = "pypto-timeline-why-late";
+      btn.onclick = function () {
+        var chain = self.causeChain(i), list = self.details.querySelector(".pypto-timeline-late");
+        self.lateChain = chain; self.draw();
+        var rows = chain.slice().reverse().map(function (b) {
+          return "<li>" + esc(self.meta.leaves[c.group[b]]) + " · task " + c.task[b] + " on " + esc(self.meta.lanes[c.lane[b]].name) +
+            " from " + fmtUs(c.start[b]) + ": " + (self.reasonText(b) || "") + "</li>";
+        });
+        list.innerHTML = '<div style="margin:4px 0"><b>why is this late</b> (' + chain.length + " tasks back to the launch, purple arrows)</div>" +
+          '<ol style="margin:0;padding-left:20px;max-height:220px;overflow:auto">' + rows.join("") + "</ol>";
+      };
+      this.details.querySelector(".pypto-timeline-late").appendChild(btn);
+    }
     if (this.host && this.host.details && !c.aicpu[i] && c.task[i] >= 0) this.host.details(c.task[i]);
   };
 
@@ -487,9 +546,22 @@ var PyptoSwimlane = (function () {
     var self = this, cv = this.canvas, drag = null;
     function pos(ev) { var r = cv.getBoundingClientRect(); return [ev.clientX - r.left, ev.clientY - r.top]; }
     cv.addEventListener("wheel", function (ev) {
-      ev.preventDefault();
       var p = pos(ev);
-      if (ev.shiftKey) { self.scrollY += ev.deltaY || ev.deltaX; self.draw(); return; }
+      if (!(ev.ctrlKey || ev.metaKey)) {
+        if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {  // pan in time
+          ev.preventDefault();
+          var d = ev.shiftKey ? (ev.deltaY || ev.deltaX) : ev.deltaX, span = self.view[1] - self.view[0];
+          var shift = d * span / Math.max(self.W - GUTTER, 1);
+          self.view = [self.view[0] + shift, self.view[1] + shift];
+          self.draw(); return;
+        }
+        // scroll the lanes; at their top or bottom the page scrolls on (the event is not taken)
+        var next = Math.min(Math.max(self.scrollY + ev.deltaY, 0), self.maxScroll || 0);
+        if (next === self.scrollY) return;
+        ev.preventDefault();
+        self.scrollY = next; self.draw(); return;
+      }
+      ev.preventDefault();
       var t = self.tOf(Math.max(p[0], GUTTER)), k = Math.exp((ev.deltaY || 0) * 0.0015);
       var a = t - (t - self.view[0]) * k, b = t + (self.view[1] - t) * k;
       var minSpan = (self.full[1] - self.full[0]) * 1e-6;

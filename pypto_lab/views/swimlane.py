@@ -23,6 +23,7 @@ import numpy as np
 from .trace import TraceTimeline, lane_kind
 
 _KIND_ORDER = ("AICPU", "AIC", "AIV", "other")
+_REASONS = ("core busy", "dependency", "scheduler queue", "device task", "launch")  # runtime.explain.KINDS
 VARIANTS = ("", "main", "tail")
 
 
@@ -37,19 +38,24 @@ def lane_order_key(lane: str):
     return (_KIND_ORDER.index(kind), 0 if lane == "control" else 1, natural_key(lane))
 
 
+_BAR_COLUMNS = ("lane", "start", "dur", "group", "loop", "device", "variant", "task", "cost", "reason", "cause",
+                "count")
+
+
 class _Bars:
     """Columns being collected: one row per bar (a task or an AICPU span)."""
 
     def __init__(self):
         self.lane, self.start, self.dur, self.group, self.loop = [], [], [], [], []
         self.device, self.variant, self.task, self.cost = [], [], [], []
+        self.reason, self.cause, self.count = [], [], []
 
     def extend(self, **cols):
         n = len(cols["start"])
-        for name in ("lane", "start", "dur", "group", "loop", "device", "variant", "task", "cost"):
+        for name in _BAR_COLUMNS:
             value = cols.get(name)
             if value is None:
-                value = np.full(n, -1 if name in ("task", "cost", "loop", "device") else 0)
+                value = np.full(n, -1 if name in ("task", "cost", "loop", "device", "reason", "cause") else 0)
             getattr(self, name).append(np.asarray(value))
 
     def column(self, name, dtype):
@@ -106,9 +112,10 @@ def _simulated(tl, bars: _Bars, lanes: _Index, meta: dict) -> None:
         cls = np.asarray(ev.cls, dtype=np.int64)
         variant = (np.where(full_of_class[cls], 1, 2) if ev.vso else np.zeros(n, dtype=np.int64))
         costs = [dict(p) for p in ev.cost_pipes]
+        reason, cause = start_causes(tl)
         bars.extend(lane=lane_codes[ev.core], start=ev.start * us, dur=(ev.end - ev.start) * us,
                     group=leaf_of_class[cls], loop=loop_codes[seq_inv], device=device, variant=variant,
-                    task=ids, cost=np.asarray(ev.cost, dtype=np.int64))
+                    task=ids, cost=np.asarray(ev.cost, dtype=np.int64), reason=reason, cause=cause)
     else:
         rows = list(ev)
         costs, cost_codes = [], _Index()
@@ -135,8 +142,10 @@ def _simulated(tl, bars: _Bars, lanes: _Index, meta: dict) -> None:
         group = np.concatenate([np.full(len(c_thread), span_names("complete")),
                                 name_codes[spans.name.astype(np.int64)]])
         start = np.concatenate([spans.c_start, spans.start])
+        first, count = _dispatched_by_span(tl, spans)
         bars.extend(lane=lane_of, start=start * us, dur=(spans.ends - start) * us, group=group,
-                    task=np.concatenate([spans.done.astype(np.int64), np.full(len(spans.start), -1)]))
+                    task=np.concatenate([spans.done.astype(np.int64), first]),
+                    count=np.concatenate([np.ones(len(c_thread), dtype=np.int64), count]))
     elif len(spans):
         rows = list(spans)
         bars.extend(lane=[lanes(a.thread) for a in rows], start=[a.start * us for a in rows],
@@ -144,6 +153,40 @@ def _simulated(tl, bars: _Bars, lanes: _Index, meta: dict) -> None:
     meta.update(leaves=leaves.names, loops=loops.names, spans=span_names.names, costs=costs,
                 pipes=sorted({p for c in costs for p in c}, key=natural_key),
                 cycles_per_us=1.0 / us if us else None)
+
+
+def start_causes(tl) -> tuple:
+    """(start-reason code into ``meta["reasons"]``, cause task id or -1) per task id of a
+    simulated timeline (`pypto.runtime.explain`)."""
+    from pypto.runtime.explain import causes
+
+    kind, cause = causes(tl)
+    return np.asarray(kind, dtype=np.int64), np.asarray(cause, dtype=np.int64)
+
+
+def _dispatched_by_span(tl, spans) -> tuple:
+    """For each non-completion AICPU span: the first task a dispatch span dispatched (-1 for
+    other spans) and how many it dispatched (the thread's dispatches ending inside the span)."""
+    from pypto.runtime.eventlog import SPAN_NAMES
+
+    m = len(spans.start)
+    first, count = np.full(m, -1, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    why = getattr(tl.events, "why", None)
+    disp = np.nonzero(np.asarray(spans.name) == SPAN_NAMES.index("dispatch"))[0]
+    if why is None or not len(disp):
+        return first, count
+    ev = tl.events
+    big = int(max(int(np.max(why["dispatched"], initial=0)), int(np.max(spans.end, initial=0)))) + 1
+    key = np.asarray(ev.thread, dtype=np.int64) * big + np.asarray(why["dispatched"], dtype=np.int64)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    th = np.asarray(spans.thread, dtype=np.int64)[disp]
+    lo = np.searchsorted(key, th * big + np.asarray(spans.start, dtype=np.int64)[disp], "right")
+    hi = np.searchsorted(key, th * big + np.asarray(spans.end, dtype=np.int64)[disp], "right")
+    has = hi > lo
+    first[disp[has]] = order[lo[has]]
+    count[disp] = hi - lo
+    return first, count
 
 
 def _deps(tl):
@@ -200,7 +243,8 @@ def _trace(tl: TraceTimeline, bars: _Bars, lanes: _Index, meta: dict):
 
 # ---- the payload ----------------------------------------------------------------------------------------
 
-_COLUMNS = ("start", "dur", "loop", "device", "task", "cost", "lane", "group", "variant", "aicpu", "critical")
+_COLUMNS = ("start", "dur", "loop", "device", "task", "cost", "lane", "group", "variant", "aicpu", "critical",
+            "reason", "cause", "count")
 
 
 def _compact(arr: np.ndarray) -> np.ndarray:
@@ -265,8 +309,7 @@ def _payload(tl) -> tuple:
     else:
         _simulated(tl, bars, lanes, meta)
         src_t, dst_t = _deps(tl)
-    cols = {name: bars.column(name, np.float64 if name in ("start", "dur") else np.int64)
-            for name in ("lane", "start", "dur", "group", "loop", "device", "variant", "task", "cost")}
+    cols = {name: bars.column(name, np.float64 if name in ("start", "dur") else np.int64) for name in _BAR_COLUMNS}
     n = len(cols["start"])
     lane_names, lane_remap = _sorted_codes(lanes.names, key=lane_order_key)
     cols["lane"] = lane_remap[cols["lane"]] if n else cols["lane"]
@@ -293,7 +336,13 @@ def _payload(tl) -> tuple:
         src_b, dst_b = src_b[ok], dst_b[ok]
     else:
         src_b = dst_b = np.zeros(0, dtype=np.int64)
-    if len(task_rows):
+    explained = meta["kind"] == "simulated" and _has_reasons(tl)
+    if len(task_rows) and explained:  # the chain of start reasons from the last task: sums to the makespan
+        from pypto.runtime.explain import critical_tasks
+
+        chain_bars = bar_of_task[critical_tasks(tl)]
+        critical[chain_bars[chain_bars >= 0]] = 1
+    elif len(task_rows):
         start_t = np.zeros(len(bar_of_task)), np.zeros(len(bar_of_task))
         start_t[0][cols["task"][task_rows]] = cols["start"][task_rows]
         start_t[1][cols["task"][task_rows]] = cols["start"][task_rows] + cols["dur"][task_rows]
@@ -302,6 +351,12 @@ def _payload(tl) -> tuple:
         chain_bars = bar_of_task[chain]
         critical[chain_bars[chain_bars >= 0]] = 1
     cols["critical"] = critical
+    # a task's cause as a bar index, so the renderer can walk "why is this late" on its own
+    task_bar = cols["aicpu"] == 0
+    cause = cols["cause"]
+    ok = task_bar & (cause >= 0) & (cause < len(bar_of_task))
+    cols["cause"] = (np.where(ok, bar_of_task[np.where(ok, cause, 0)], -1) if len(bar_of_task)
+                     else np.full(n, -1, dtype=np.int64))
     packed = {name: _compact(cols[name]) for name in _COLUMNS}
     packed["dur"] = cols["dur"].astype("<f4")  # a duration needs no more than 7 digits
     packed["src"], packed["dst"] = _compact(src_b), _compact(dst_b)
@@ -312,9 +367,16 @@ def _payload(tl) -> tuple:
     meta.update(lanes=[{"name": name, "kind": lane_kind(name), "busy": float(b / makespan) if makespan else 0.0}
                        for name, b in zip(lane_names, busy.tolist() or [0.0] * len(lane_names))],
                 layout=layout, n=n, edges=int(len(src_b)), makespan=makespan, first_task=first_task,
-                critical=int(critical.sum()),
+                critical=int(critical.sum()), critical_sums_to_makespan=bool(explained),
+                reasons=list(_REASONS),
                 spans_used=sorted({int(g) for g in np.unique(cols["group"][cols["aicpu"] == 1]).tolist()}))
     return meta, buffer
+
+
+def _has_reasons(tl) -> bool:
+    from pypto.runtime.eventlog import TaskEvents
+
+    return isinstance(tl.events, TaskEvents) and len(tl.events) > 0
 
 
 def decode_payload(meta: dict, buffer: bytes) -> dict:

@@ -21,35 +21,41 @@ def tile_offsets(tl, compiled, task: int) -> list:
     """``(operand, offsets, valid extent, tile shape)`` of each GM operand of ``task``, found by
     evaluating its call under its root instance's loop values (the simulator's own rule); empty
     when the timeline does not hold columns or the call reads tensor values to decide its tiles."""
-    import numpy as np
+    from pypto.runtime.explain import task_operands
 
-    from pypto.runtime.control import evaluate_call
-
-    ev = tl.events
     lowered = getattr(compiled, "lowered", None)
     if _task_class(tl, task) is None or lowered is None:
         return []
-    seq = int(np.searchsorted(ev.root_first, task, "right")) - 1
-    name = ev.root_names[seq]
-    root = next((r for r in lowered.roots if r.name == name), None)
-    if root is None:
-        return []
-    env, local = ev.root_env(seq), task - int(ev.root_first[seq])
-    for call in root.calls:
-        try:
-            _grid, points, offsets, valid, tiles = evaluate_call(call, env, None)
-        except Exception:  # tiles that depend on tensor values need the run's reads: not kept
-            return []
-        m = points.shape[0]
-        if local < m:
-            out = []
-            for k, (off, val, tile) in enumerate(zip(offsets, valid, tiles)):
-                access = call.args[k]
-                role = "write" if k in call.writes else "read"
-                out.append((f"P{k} {role} %{access.value.name}", off[local].tolist(), val[local].tolist(), tile))
-            return out
-        local -= m
-    return []
+    return [(label, off, val, tile) for label, _tensor, _role, off, val, tile in task_operands(tl, lowered, task)]
+
+
+def start_reason_html(tl, compiled, task: int, steps: int = 12) -> str:
+    """Why ``task`` started when it did (`Timeline.explain`: the wait split into its parts) and
+    the chain of such reasons back to the launch ("why is this late"), latest first."""
+    if _task_class(tl, task) is None:
+        return ""
+    lowered = getattr(compiled, "lowered", None)
+    reason = tl.explain(task, lowered)
+    cycles_to_us = tl.machine.cycles_to_us
+    parts = table(("part of the wait", "cycles", "µs"),
+                  [(esc(what), f"{c:,}", f"{cycles_to_us(c):,.2f}") for what, c in reason.parts]
+                  or [("none: it started as soon as it could", "0", "0")],
+                  caption=f"why it started at cycle {reason.start:,}: {reason.kind}")
+    chain = tl.why_late(task)
+    waited = sum(r.wait for r in chain)
+    rows = []
+    ev = tl.events
+    for r in chain[:steps]:
+        leaf = ev.classes[int(ev.cls[r.task])].leaf.name
+        rows.append((f"task {r.task}", esc(leaf), esc(ev.core_names[int(ev.core[r.task])]), esc(r.kind),
+                     f"{r.wait:,}", f"task {r.cause}" if r.cause is not None else "–"))
+    more = f" (first {steps} of {len(chain)})" if len(chain) > steps else ""
+    late = table(("task", "leaf", "core", "started after", "waited (cycles)", "waited for"), rows,
+                 caption=(f"why is this late: {len(chain)} tasks back to the launch{more}; "
+                          f"{waited:,} of the {reason.start:,} cycles before it started were waits"))
+    return (f'<div class="pypto-start-reason" style="font-family:sans-serif;margin:4px 0">{esc(reason.text)}</div>'
+            + f'<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start"><div>{parts}</div>'
+            + f"<div>{late}</div></div>")
 
 
 def task_details_html(tl, compiled, task: int, form: str | None = None) -> str:
@@ -60,6 +66,7 @@ def task_details_html(tl, compiled, task: int, form: str | None = None) -> str:
     leaf = tc.leaf
     ev = tl.events
     parts = []
+    why = start_reason_html(tl, compiled, task)
     pipes = dict(ev.cost_pipes[int(ev.cost[task])])
     total = max(int(ev.end[task] - ev.start[task]), 1)
     if pipes:
@@ -84,7 +91,7 @@ def task_details_html(tl, compiled, task: int, form: str | None = None) -> str:
         form = variant if variant and variant in (getattr(src, "variants", None) or {}) else "pto"
     parts.append(f'<div style="font-family:sans-serif;margin:4px 0"><b>{esc(leaf.name)}</b> code ({esc(form)})</div>'
                  f'<div style="max-height:360px;overflow:auto">{code_html(compiled, leaf.name, form)}</div>')
-    return ('<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'
+    return (why + '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">'
             + "".join(f"<div>{p}</div>" for p in parts[:-1]) + "</div>" + parts[-1])
 
 

@@ -102,12 +102,26 @@ def stats_line(tl) -> str:
         parts.append(f"bubbles {tl.stats['bubbles']['count']} ({_us(tl.stats['bubbles']['us'])})")
         parts.append(f"{m['flows']} dependencies")
         return " · ".join(parts)
-    cp = m["critical_path_cycles"]
     return " · ".join([
         f"makespan {_us(m['makespan_us'])} ({m['makespan_cycles']:,} cycles)", f"{m['tasks']} tasks",
-        f"{m['device_tasks']} device task(s)", f"utilization {util}",
-        f"critical path {cp:,} cycles ({_us(cp * m['us_per_cycle'])})",
-        f"bubbles {m['bubbles']} ({m['bubble_cycles']:,} cycles)"])
+        f"{m['device_tasks']} device task(s)", f"utilization {util}", critical_text(tl),
+        f"bubbles {m['bubbles']:,} (idle gaps between tasks on a core: {m['bubble_cycles']:,} cycles summed over "
+        "cores)"])
+
+
+def critical_text(tl) -> str:
+    """The critical path in one phrase: the chain of start reasons from the last task, its tasks'
+    run time and its waits, which add up to the makespan (`Timeline.critical_chain`)."""
+    from pypto.runtime.eventlog import TaskEvents
+
+    if not isinstance(tl.events, TaskEvents) or not len(tl.events):
+        cp = tl.stats["critical_path_cycles"]
+        return f"longest dependency chain {cp:,} cycles of task time"
+    chain = tl.critical_chain()
+    running = sum(s.cycles for s in chain if s.task is not None)
+    tasks = sum(1 for s in chain if s.task is not None)
+    total = sum(s.cycles for s in chain)
+    return f"critical path {tasks} tasks: {running:,} cycles running + {total - running:,} waiting = {total:,}"
 
 
 def change_html(old, new, lower_is_better: bool | None, points: bool = False) -> str:

@@ -54,7 +54,14 @@ class Dashboard(W.VBox):
         self.tab.observe(self._selected, "selected_index")
         self.summary = W.HTML(views.kernel_summary_html(kernel))
         self.hints = W.HTML(views.hints_html(run))  # what a kernel engineer would fix, folded
-        super().__init__([self.summary, self.hints, self.tab])
+        self.save_button = W.Button(description="save HTML report", icon="download", layout=W.Layout(width="auto"),
+                                    tooltip="write one self-contained HTML file of this dashboard (opens offline, "
+                                            "no Python needed) next to the notebook").add_class("pypto-save-html")
+        self.saved = W.HTML().add_class("pypto-saved-html")
+        self.save_button.on_click(lambda _b: self.save_html())
+        super().__init__([W.HBox([self.summary, self.save_button, self.saved],
+                                 layout=W.Layout(align_items="flex-start", flex_flow="row wrap")),
+                          self.hints, self.tab])
         self.panel(self.names[0])
 
     def _repr_mimebundle_(self, **kwargs):
@@ -64,6 +71,21 @@ class Dashboard(W.VBox):
         bundle["text/plain"] = views.dashboard_text(self.kernel)
         bundle["text/html"] = views.dashboard_fallback_html(self.kernel, self.names)
         return bundle
+
+    def save_html(self, path=None) -> str:
+        """Write the report of this dashboard's kernel (`pypto_lab.save_html`) to ``path``
+        (default ``<kernel>_report.html`` in the working folder) and show a link to it."""
+        from ..report import report_link_html, save_html
+
+        name = getattr(getattr(self.kernel, "fn", None), "__name__", None) or "kernel"
+        path = path or f"{name}_report.html"
+        try:
+            save_html(self.kernel, path)
+        except OSError as e:
+            self.saved.value = f'<span style="color:#cf222e">could not save {views._html.esc(path)}: {views._html.esc(e)}</span>'
+            return ""
+        self.saved.value = report_link_html(path)
+        return path
 
     @property
     def titles(self) -> tuple:

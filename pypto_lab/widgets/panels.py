@@ -18,7 +18,7 @@ class GraphPanel(W.VBox):
         self.compiled = compiled
         found = views.levels(compiled)
         self.level = W.Dropdown(options=found, value=found[0] if found else None, description="level")
-        self.fit = W.ToggleButtons(options=[("fit width", True), ("full size", False)], value=True,
+        self.fit = W.ToggleButtons(options=[("fit to frame", True), ("full size", False)], value=True,
                                    style={"button_width": "auto"})
         self.svg = W.HTML(layout=W.Layout(width="100%")).add_class("pypto-graph")
         self.level.observe(self._render, "value")
@@ -101,7 +101,8 @@ class CodePanel(W.VBox):
 
     def _render(self, _change=None):
         leaf, form = self.leaf.value, self.form.value
-        self.code.value = views.code_html(self.compiled, leaf, form) if leaf and form else "<i>no generated code</i>"
+        self.code.value = (views.leaf_hints_html(self.compiled, leaf) + views.code_html(self.compiled, leaf, form)
+                           if leaf and form else "<i>no generated code</i>")
 
 
 class CachePanel(W.VBox):
@@ -110,4 +111,6 @@ class CachePanel(W.VBox):
     def __init__(self, kernel):
         self.versions = W.HTML(views.cache_table_html(kernel))
         self.calls = W.HTML(views.call_log_html(kernel))
-        super().__init__([W.HTML("<b>Versions</b>"), self.versions, W.HTML("<b>Calls</b>"), self.calls])
+        self.first_call = W.HTML(views.first_call_html(kernel)).add_class("pypto-first-call")
+        super().__init__([W.HTML("<b>Versions</b>"), self.versions, W.HTML("<b>Calls</b>"), self.calls,
+                          self.first_call])

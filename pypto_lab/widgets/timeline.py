@@ -163,6 +163,28 @@ class TimelinePanel(W.VBox):
     """The Timeline tab: the call's timeline (``view``) and an upstream trace opener below it."""
 
     def __init__(self, timeline, title: str | None = None, compiled=None):
+        from pypto.runtime.buffers import busiest_cores
+        from pypto.runtime.eventlog import TaskEvents
+
         self.view = TimelineView(timeline, title=title, compiled=compiled)
         self.opener = TraceOpener()
-        super().__init__([self.view, W.HTML("<b>Upstream NPU trace</b>"), self.opener])
+        # buffers over time: drawn when the fold is first opened (a core at a time)
+        self.timeline = timeline
+        ev = getattr(timeline, "events", None)
+        used = sorted({ev.core_names[c] for c in set(ev.core.tolist())}, key=views.natural_key) \
+            if isinstance(ev, TaskEvents) and len(ev) else []
+        first = busiest_cores(timeline) if used else []
+        self.buffer_core = W.SelectMultiple(options=used, value=tuple(first), rows=min(len(used), 6) or 1,
+                                            description="cores").add_class("pypto-buffers-cores")
+        self.buffers = W.HTML().add_class("pypto-buffers-tab")
+        self.buffer_core.observe(lambda _c: self._draw_buffers(), "value")
+        self.buffer_box = W.Accordion(children=[W.VBox([self.buffer_core, self.buffers])],
+                                      titles=("Buffers over time (UB / L1 / L0A / L0B / L0C per core)",),
+                                      selected_index=None)
+        self.buffer_box.observe(lambda _c: self._draw_buffers(), "selected_index")
+        super().__init__([self.view, self.buffer_box, W.HTML("<b>Upstream NPU trace</b>"), self.opener])
+
+    def _draw_buffers(self) -> None:
+        if self.buffer_box.selected_index is None:
+            return
+        self.buffers.value = views.buffers_html(self.timeline, self.buffer_core.value)

@@ -79,7 +79,14 @@ class TunePanel(W.VBox):
             control.style = {"description_width": "initial"}  # the whole label, never cut off
             control.tooltip = spec.doc + (" (changes the generated code: a real call recompiles)"
                                           if spec.affects_compile else "")
-            control.value = int(ran_with.get(name, spec.default))
+            value = int(ran_with.get(name, spec.default))
+            if name == "launch_sched_aicpu_num":  # the machine caps it: the slider shows what runs
+                cap = int(getattr(getattr(self.timeline, "machine", None), "max_sched_aicpu", 0) or control.max)
+                control.max = cap
+                if value > cap:
+                    control.tooltip += f" (asked {value}; this machine runs at most {cap} schedule threads)"
+                value = min(value, cap)
+            control.value = value
             control.add_class(f"pypto-tune-{name}")
             control.observe(self._changed, "value")
             self.controls[name] = control

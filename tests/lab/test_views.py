@@ -279,10 +279,22 @@ def test_swimlane_payload_one_bar_per_task(kernel):
     # edges between bars are the timeline's dependency edges
     edges = {(int(cols["task"][a]), int(cols["task"][b])) for a, b in zip(cols["src"], cols["dst"])}
     assert edges == {(i, j) for i, j, _ in tl.deps}
-    # the critical path is a chain along the edges whose durations add up to the timeline's figure
+    # the critical path is the chain of start reasons from the last task: each task waited for the
+    # one before it (a dependency edge, the same core, or the previous device task), and its runs
+    # and waits add up to the makespan
     chain = [int(cols["task"][i]) for i in sorted(np.nonzero(cols["critical"])[0], key=lambda i: cols["start"][i])]
-    assert all((a, b) in edges for a, b in zip(chain, chain[1:]))
-    assert sum(by_task[t].duration for t in chain) == tl.stats["critical_path_cycles"]
+    assert chain[-1] == max(by_task, key=lambda t: by_task[t].end)
+    for a, b in zip(chain, chain[1:]):
+        reason = tl.explain(b)
+        assert reason.cause == a
+        assert (a, b) in edges or by_task[a].core == by_task[b].core or reason.kind == "device task"
+    assert sum(s.cycles for s in tl.critical_chain()) == tl.stats["makespan_cycles"]
+    # every task bar carries its start reason and its cause as a bar index
+    for i in np.nonzero(tasks)[0].tolist():
+        reason = tl.explain(int(cols["task"][i]))
+        assert meta["reasons"][cols["reason"][i]] == reason.kind
+        cause = int(cols["cause"][i])
+        assert (int(cols["task"][cause]) if cause >= 0 else None) == reason.cause
 
 
 def test_lanes_and_leaves_sort_naturally():
@@ -472,7 +484,8 @@ def test_graph_html_frames_the_svg_with_pan_zoom_and_a_legend(add_kernel):
     html = V.graph_html(compiled, "tile")
     assert 'class="pypto-graph-frame"' in html and "onwheel=" in html and "onmousedown=" in html
     assert "overflow:auto" in html and "<script" not in html
-    assert '<svg style="max-width:100%;width:100%;height:auto;display:block"' in html
+    # fitted: shrunk to the frame's width and height, never blown up past Graphviz's own size
+    assert '<svg style="max-width:100%;max-height:68vh;width:auto;height:auto;display:block"' in html
     assert "AIV (vector)" in html and "GM: a tensor written" in html
     assert '<svg style="max-width:none;display:block"' in V.graph_html(compiled, "tile", fit=False)
     # tooltips: a tile op shows its operands' shapes, memory levels and the kernel line

@@ -111,12 +111,15 @@ def test_leaf_and_form_select(board):
     pto = code.code.value
     code.form.value = "cpu"
     assert code.code.value != pto
-    assert code.code.value == pypto_lab.views.code_html(board.compiled, "leaf0_add", "cpu")
+    assert code.code.value == (pypto_lab.views.leaf_hints_html(board.compiled, "leaf0_add")  # the leaf's hints first
+                               + pypto_lab.views.code_html(board.compiled, "leaf0_add", "cpu"))
     code.leaf.value = "leaf1_exp_mul"
     assert code.form.value == "cpu"  # the form is kept when the new leaf has it
-    assert code.code.value == pypto_lab.views.code_html(board.compiled, "leaf1_exp_mul", "cpu")
+    assert code.code.value == (pypto_lab.views.leaf_hints_html(board.compiled, "leaf1_exp_mul")  # the leaf's hints first
+                               + pypto_lab.views.code_html(board.compiled, "leaf1_exp_mul", "cpu"))
     code.form.value = "tail"
-    assert code.code.value == pypto_lab.views.code_html(board.compiled, "leaf1_exp_mul", "tail")
+    assert code.code.value == (pypto_lab.views.leaf_hints_html(board.compiled, "leaf1_exp_mul")  # the leaf's hints first
+                               + pypto_lab.views.code_html(board.compiled, "leaf1_exp_mul", "tail"))
 
 
 def test_cache_tab(board, kernel):
