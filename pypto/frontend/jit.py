@@ -576,16 +576,18 @@ def _simulator(compiled, opts):
     if stream is None:
         return None
     ran_on = current_machine()  # the machine of the call, not of the moment the timeline is read
+    same = getattr(executor, "last_same", ())
 
     def simulate(overrides=None, machine=None):
         from ..runtime.machine import machine_model
         from ..runtime.scheduler import simulate as run_sim
+        from ..runtime.tasks import aliased_keys
 
         rt = opts.runtime()
         if overrides:
             rt.update(_options.validate_group("runtime", overrides, param="runtime_options"))
         return run_sim(compiled.lowered, stream, rt, machine_model(machine) if machine else ran_on,
-                       compiled.lowered.memory_key)
+                       aliased_keys(compiled.lowered.memory_key, same))
 
     return simulate
 

@@ -127,6 +127,11 @@ class LoweredExecutor:
         return getattr(self._mine, "stream", None)
 
     @property
+    def last_same(self):
+        """Written parameters this thread's last call passed the very same tensor (value id pairs)."""
+        return getattr(self._mine, "same", ())
+
+    @property
     def last_memory(self):
         """The GM memory (caller's tensors and workspaces) of this thread's last call."""
         return getattr(self._mine, "memory", None)
@@ -152,6 +157,7 @@ class LoweredExecutor:
             self._knobs = knobs
         _, max_roots, vso, serial = knobs
         tensors, same, overlap = separate_overlaps(self.lowered, tensors)  # inputs as before any write
+        self._mine.same = same  # the timing replay sees parameters passed one tensor as one memory
         serial = serial or overlap
         if self.reads_elements:
             return self._run_reading(tensors, env, max_roots, vso, serial, same)

@@ -268,3 +268,15 @@ def test_an_nz_weight_moves_whole_fractal_blocks():
     # ND: each 128-byte row segment of a K step moves a 512-byte L2 line; NZ: contiguous blocks
     assert nz < 0.5 * nd
     assert nz_span < nd_span
+
+
+def test_a_real_calls_timeline_sees_one_cache_passed_twice():
+    blocks, block_size, tokens = 64, 128, 8
+    cache = torch.zeros(blocks, block_size, 1, 128, dtype=torch.int8)
+    index = torch.arange(tokens, dtype=torch.int64) * 100
+    rows = torch.ones(tokens, 128, dtype=torch.int8)
+    kernel = _cache_update(blocks, block_size, tokens)
+    kernel(cache, index, rows, cache)
+    assert not [e for e in kernel.last_run.timeline.events if "copy" in e.leaf]
+    kernel(cache, index, rows, cache.clone())
+    assert [e for e in kernel.last_run.timeline.events if "copy" in e.leaf]
