@@ -29,14 +29,17 @@ NOTEBOOK = "04_real_kernels.ipynb"
 PAINT_BUDGET_S = 10.0  # target 1 s; generous for a loaded 2-CPU machine
 BYTES_BUDGET = 1_000_000  # target 300 KB
 
-# a task bar of the chart to click: the longest one, as canvas coordinates (in its lane's row, or
-# in its group's row when the group is collapsed)
+# a task bar of the chart to click: the longest one among the lanes in view (every lane is shown
+# and the wheel scrolls them, so a bar may sit below the canvas), as canvas coordinates
 _JS_TASK_POINT = """el => {
-  const ch = el.pyptoChart, c = ch.col;
-  let best = -1;
-  for (let i = 0; i < ch.n; i++) if (!c.aicpu[i] && (best < 0 || c.dur[i] > c.dur[best])) best = i;
-  const p = ch.pointOf(best);
-  return {x: p[0], y: p[1], n: ch.n};
+  const ch = el.pyptoChart, c = ch.col, h = ch.canvas.clientHeight;
+  let best = -1, point = null;
+  for (let i = 0; i < ch.n; i++) {
+    if (c.aicpu[i] || (best >= 0 && c.dur[i] <= c.dur[best])) continue;
+    const p = ch.pointOf(i);
+    if (p[1] > 30 && p[1] < h - 10) { best = i; point = p; }
+  }
+  return {x: point ? point[0] : -1, y: point ? point[1] : -1, n: ch.n};
 }"""
 # the leaf of the selected bar (a click on a collapsed row picks the nearest bar of its lanes)
 _JS_SELECTED_LEAF = """el => {
