@@ -78,8 +78,10 @@ class _CallInfo:
         self.fractal = tuple(k for k, a in enumerate(call.args) if a.value.id in fractal)
         # (read argument, written argument) of a leaf that only copies one tile into another
         kinds = [op.kind for op in call.leaf.ops]
+        # (same shapes: offsets of a reshape alias of one memory are in other coordinates)
         self.copy = (self.reads[0], self.writes[0]) if kinds == ["copy_in", "copy_out"] and len(self.reads) == 1 \
-            and len(self.writes) == 1 else None
+            and len(self.writes) == 1 and tuple(call.args[self.reads[0]].value.shape) == \
+            tuple(call.args[self.writes[0]].value.shape) else None
 
 
 def aliased_keys(memory_key, same):
