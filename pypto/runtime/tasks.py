@@ -80,8 +80,13 @@ class _CallInfo:
         kinds = [op.kind for op in call.leaf.ops]
         # (same shapes: offsets of a reshape alias of one memory are in other coordinates)
         self.copy = (self.reads[0], self.writes[0]) if kinds == ["copy_in", "copy_out"] and len(self.reads) == 1 \
-            and len(self.writes) == 1 and tuple(call.args[self.reads[0]].value.shape) == \
-            tuple(call.args[self.writes[0]].value.shape) else None
+            and len(self.writes) == 1 and _alike(call.args[self.reads[0]].value.shape,
+                                                  call.args[self.writes[0]].value.shape) else None
+
+
+def _alike(a, b) -> bool:
+    """Shapes of one rank whose fixed sizes agree (a dynamic size may be another symbol)."""
+    return len(a) == len(b) and all(x == y for x, y in zip(a, b) if isinstance(x, int) and isinstance(y, int))
 
 
 def aliased_keys(memory_key, same):
