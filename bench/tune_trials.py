@@ -25,15 +25,7 @@ sys.path.insert(0, ROOT)
 import pypto  # noqa: E402
 import pypto.tune as tune  # noqa: E402
 
-ROWS = pypto.Tensor([pypto.DYNAMIC, 128], pypto.DT_FP32)
-
-
-@pypto.jit
-def exp_rows(x: ROWS, out: ROWS, TILE: int = 32):
-    pypto.set_vec_tile_shapes(TILE, 128)
-    for b in pypto.loop(pypto.ceildiv(x.shape[0], TILE)):
-        r = slice(b * TILE, (b + 1) * TILE)
-        out[r, :] = pypto.exp(x[r, :]) + 1.0
+from tests.tune.tune_kernels import exp_rows  # noqa: E402  (the tune tests' row kernel)
 
 
 RUNTIME = {"device_sched_mode": [0, 1, 2, 3], "stitch_function_max_num": [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024],

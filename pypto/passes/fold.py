@@ -19,6 +19,8 @@ those of the copy it replaces; the op is marked ``in_place`` for the cost model.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 _CUBE = ("matmul", "scaled_mm")
 # whole-tensor ops whose result is their first input with some rows changed (ops/indexing.py)
 _UPDATES = ("scatter_update", "index_add", "scatter")
@@ -108,6 +110,4 @@ def _zero(x) -> bool:
 
 
 def _with(attrs, **kw):
-    from types import MappingProxyType
-
     return MappingProxyType({**attrs, **kw})

@@ -221,14 +221,18 @@ def _cache_update(blocks, block_size, tokens):
     return update
 
 
+def _cache_update_call(blocks, stride, block_size=128, tokens=8):
+    """The kernel and its arguments: 8 rows written at every ``stride``-th row of the cache."""
+    cache = torch.zeros(blocks, block_size, 1, 128, dtype=torch.int8)
+    index = torch.arange(tokens, dtype=torch.int64) * stride
+    rows = torch.ones(tokens, 128, dtype=torch.int8)
+    return _cache_update(blocks, block_size, tokens), cache, index, rows
+
+
 def test_an_in_place_cache_update_moves_only_its_rows():
     # upstream's QuantIndexerProlog writes 8 rows of a 64k-row key cache, in place, the cache
     # passed as input and output: no task copies the cache
-    blocks, block_size, tokens = 512, 128, 8
-    cache = torch.zeros(blocks, block_size, 1, 128, dtype=torch.int8)
-    index = torch.arange(tokens, dtype=torch.int64) * 1000
-    rows = torch.ones(tokens, 128, dtype=torch.int8)
-    kernel = _cache_update(blocks, block_size, tokens)
+    kernel, cache, index, rows = _cache_update_call(512, 1000)
     tl = timing_only(kernel, cache, index, rows, cache).simulate(A2A3)
     assert [e.leaf for e in tl.events if "copy" in e.leaf] == []
     (update,) = [e for e in tl.events if "scatter_update" in e.leaf]
@@ -271,11 +275,7 @@ def test_an_nz_weight_moves_whole_fractal_blocks():
 
 
 def test_a_real_calls_timeline_sees_one_cache_passed_twice():
-    blocks, block_size, tokens = 64, 128, 8
-    cache = torch.zeros(blocks, block_size, 1, 128, dtype=torch.int8)
-    index = torch.arange(tokens, dtype=torch.int64) * 100
-    rows = torch.ones(tokens, 128, dtype=torch.int8)
-    kernel = _cache_update(blocks, block_size, tokens)
+    kernel, cache, index, rows = _cache_update_call(64, 100)
     kernel(cache, index, rows, cache)
     assert not [e for e in kernel.last_run.timeline.events if "copy" in e.leaf]
     kernel(cache, index, rows, cache.clone())
