@@ -48,7 +48,7 @@ from .. import scopes as _scopes
 from .signature import Signature
 from .version_cache import DEFAULT_MAXSIZE, VersionCache, check_maxsize
 from .outputs import check_outputs
-from ..runtime.budget import require_fits
+from ..runtime.memory_budget import require_fits
 from .strided import check_written, dense_numpy, write_back
 from .trace import trace
 

@@ -23,7 +23,7 @@ from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
 from ..ir.guards import checker, input_loader
 from ..ops.registry import REGISTRY
 from .argument_overlap import remap_keys, separate_overlaps
-from .budget import require_fits
+from .memory_budget import require_fits
 from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
@@ -175,7 +175,7 @@ class LoweredExecutor:
                 pass
         taken, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
         slabs, scratch = taken if taken is not None else (None, None)
-        if slabs is None:  # a fresh workspace: within the memory budget (budget.py) before allocating
+        if slabs is None:  # a fresh workspace: within the memory budget (memory_budget.py) before allocating
             require_fits(plan.layout.nbytes, "the workspace of this call", options)
         slabs = plan.layout.refill(slabs) if slabs is not None else plan.layout.allocate()
         if scratch is None:

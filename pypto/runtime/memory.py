@@ -23,7 +23,7 @@ from .._lazy import torch
 from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop, Op
-from .budget import require_fits
+from .memory_budget import require_fits
 
 
 def definition_scopes(program, global_ids) -> dict:
