@@ -536,6 +536,14 @@ def current(group: str) -> dict[str, object]:
     return dict(_resolved_all()[_group_name(group)])
 
 
+def traced_scope():
+    """The subgraph scope an op traced now belongs to (``set_pass_options(sg_set_scope=...)``
+    inside a kernel): None for the default -1, else (scope id, allow_parallel_merge,
+    allow_cross_scope_merge)."""
+    scope = _resolved_all()["pass"]["sg_set_scope"]
+    return None if scope[0] == -1 else scope
+
+
 def is_set(group: str, name: str) -> bool:
     """Whether a setter, a scope or a forced setting gives this option a value (rather than its
     default); a kernel's own jit options are not looked at here."""

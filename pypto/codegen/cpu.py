@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from types import MappingProxyType
 
+from ..errors import KernelRuntimeError
+from ..ir import expr as E
 from ..ops.registry import REGISTRY
 from ..passes.expand import WHOLE
 from .._lazy import torch
@@ -59,6 +61,20 @@ def _expand(x, B, shape):
     nb = len(B)
     size = list(B) + [s if x.shape[nb + k] == 1 else x.shape[nb + k] for k, s in enumerate(shape)]
     return x.expand(size).clone()
+
+
+def _gather(pieces, dim, rows):
+    """The pieces of one operand side by side along ``dim`` (passes/gather.py). Only the operand's
+    tail may be short: a piece that ends early with rows after it is a view past its tensor's end
+    (the copies it replaces would have left those rows zero), refused rather than shifted."""
+    short = False
+    for x, n in zip(pieces, rows):
+        got = x.shape[dim]
+        if got and short:
+            raise KernelRuntimeError("a gathered operand has a piece that ends early: a view reads past the "
+                                     "end of its tensor", expected=f"{n} rows", got=f"{got} rows")
+        short = short or got < n
+    return torch.cat(pieces, dim)
 
 
 def _whole(compute, ins, attrs, ev, out_dtypes, B):
@@ -128,7 +144,7 @@ def _reuse(into, compute, ins, attrs, ev, W, i, dt):
     return r
 
 
-RUNTIME = {"_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole,
+RUNTIME = {"_gather": _gather, "_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole,
            "_reshape_batch": _reshape_batch, "_fits": _fits, "_into": _into, "_reuse": _reuse, "torch": torch}
 
 
@@ -180,7 +196,12 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
         ins = [ref(i, "in", k, a) for k, a in enumerate(op.inputs)]
         outs = [ref(i, "out", k, a) for k, a in enumerate(op.outputs)]
         kind = op.kind
-        if kind in MOVES:
+        if kind == "gather_in":  # pieces of one operand, loaded side by side (passes/gather.py)
+            rows = [E.simplify_dim(a.shape[op.attrs["dim"]]) for a in op.inputs]
+            lines.append(f"    {outs[0]} = _gather([{', '.join(ins)}], {nb + op.attrs['dim']}, {rows!r})"
+                         f"  # gather_in: GM -> L1")
+            owned.add(outs[0])
+        elif kind in MOVES:
             lines.append(f"    {outs[0]} = {ins[0]}  # {kind}: {op.inputs[0].mem} -> {op.outputs[0].mem}")
             root = roots.get(ins[0])
             if outs[0].startswith("out[") and root is not None and root not in claimed:

@@ -11,7 +11,7 @@ from ..ir import expr as E
 from ..passes.buffers import buffer_of
 from .names import listing_text
 
-_MNEMONIC = {"copy_in": "TLOAD", "copy_out": "TSTORE", "l1_to_l0a": "TMOV.L0A", "l1_to_l0b": "TMOV.L0B",
+_MNEMONIC = {"copy_in": "TLOAD", "gather_in": "TLOAD.GATHER", "copy_out": "TSTORE", "l1_to_l0a": "TMOV.L0A", "l1_to_l0b": "TMOV.L0B",
              "matmul": "TMATMUL", "sum": "TROWSUM", "amax": "TROWMAX", "amin": "TROWMIN"}
 
 

@@ -13,6 +13,7 @@ import threading
 from types import MappingProxyType
 from typing import Optional
 
+from .. import options as _options
 from ..errors import KernelSyntaxError, PyptoError, SourceLoc, user_loc
 from ..ir import expr as E
 from ..ir.graph import Block, Branch, Op, TileShapes, Value
@@ -297,6 +298,8 @@ class Tracer:
         tiles = self._tiles
         if tiles is None or tiles.vec != self.vec_tile or tiles.cube != self.cube_tile:
             tiles = self._tiles = TileShapes(self.vec_tile, self.cube_tile)  # shared by the ops after
-        op = Op(self.new_id(), kind, tuple(inputs), tuple(outputs), MappingProxyType(dict(attrs or {})), tiles, loc)
+        scope = _options.traced_scope()
+        op = Op(self.new_id(), kind, tuple(inputs), tuple(outputs), MappingProxyType(dict(attrs or {})), tiles, loc,
+                scope)
         self.append(op)
         return op

@@ -70,6 +70,9 @@ class Op:
     attrs: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     tiles: TileShapes = TileShapes()
     loc: Optional[SourceLoc] = None
+    # the subgraph scope it was traced under (`set_pass_options(sg_set_scope=...)`): None, or
+    # (scope id, allow_parallel_merge, allow_cross_scope_merge); passes/memory.py fuses by it
+    scope: Optional[tuple] = None
 
     def replace(self, **kw) -> "Op":
         return replace(self, **kw)

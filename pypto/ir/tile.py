@@ -83,6 +83,7 @@ class TileOp:
     src: int  # id of the tensor op it came from
     core: str  # "AIV" or "AIC"
     loc: Optional[SourceLoc] = None
+    scope: Optional[tuple] = None  # the tensor op's subgraph scope (ir/graph.py Op.scope)
 
     def replace(self, **kw) -> "TileOp":
         return replace(self, **kw)

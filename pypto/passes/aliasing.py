@@ -82,9 +82,10 @@ class LayoutAliases:
         return written, reads
 
     def _reshapes(self, program, views, written):
-        # values that others are views or in-place reshapes of (frontend/aliases.py): their
-        # memory is addressed through those too, which this placement does not follow
-        based = {x.base.id for op in iter_ops(program.body) for x in (*op.inputs, *op.outputs) if x.base is not None}
+        # values reshaped again (an in-place reshape, frontend/aliases.py, is a second name of
+        # the memory, which this placement does not follow); a value only read through views
+        # (GLM's paged K/V cache: reshape then a view per block) is still plain memory
+        based = {op.inputs[0].id for op in iter_ops(program.body) if op.kind == "reshape"}
         # only the kernel's top-level block: inside a loop a value is a buffer per iteration, and
         # aliases there tied fused groups into a cycle (upstream's GLM MoE fusion) and gave a
         # wrong key cache (DeepSeek's MLA prolog: a reshape of a loop result then an in-place

@@ -44,11 +44,11 @@ def _widened(op) -> set:
 def autocast(program, new_id, new_value):
     inserted: set = set()  # ids of the casts made here
 
-    def cast(v, dt, loc, tiles, src=None, dst=None):
+    def cast(v, dt, loc, tiles, src=None, dst=None, scope=None):
         if dst is None:
             dst = new_value(dt, v.shape, v.valid_shape, f"{v.name}_{dt.short}")
         op = Op(new_id(), "cast", (src or v,), (dst,), MappingProxyType({"dtype": dt, "mode": 0, "satmode": 0}),
-                tiles, loc)
+                tiles, loc, scope)  # in the scope of the op it serves: it fuses with it
         inserted.add(op.id)
         return dst, op
 
@@ -60,7 +60,7 @@ def autocast(program, new_id, new_value):
         for v in op.inputs:
             if v.dtype in wide:
                 if v.id not in done:  # one cast per distinct operand
-                    nv, c = cast(v, DT_FP32, op.loc, op.tiles)
+                    nv, c = cast(v, DT_FP32, op.loc, op.tiles, scope=op.scope)
                     pre.append(c)
                     done[v.id] = nv
                 ins.append(done[v.id])
@@ -71,7 +71,7 @@ def autocast(program, new_id, new_value):
             if v.dtype in wide:
                 w = new_value(DT_FP32, v.shape, v.valid_shape, f"{v.name}_fp32")
                 outs.append(w)
-                post.append(cast(w, v.dtype, op.loc, op.tiles, src=w, dst=v)[1])
+                post.append(cast(w, v.dtype, op.loc, op.tiles, src=w, dst=v, scope=op.scope)[1])
             else:
                 outs.append(v)
         return pre + [replace(op, inputs=tuple(ins), outputs=tuple(outs))] + post

@@ -148,7 +148,7 @@ class Expander:
     def emit(self, kind, inputs, outputs, grid, attrs, src_op, core="AIV"):
         op = TileOp(self.new_id(), kind, tuple(inputs), tuple(outputs), tuple(grid),
                     attrs if isinstance(attrs, MappingProxyType) else MappingProxyType(dict(attrs)),
-                    src_op.id, core, src_op.loc)
+                    src_op.id, core, src_op.loc, src_op.scope)
         self.ops.append(op)
         for a in outputs:
             if a.value.kind == "op" or a.value.kind == "workspace":
@@ -628,7 +628,7 @@ class _FakeOp:
     """Carries a tensor op's id, tiles and location for ops synthesised from it."""
 
     def __init__(self, op):
-        self.id, self.tiles, self.loc, self.kind = op.id, op.tiles, op.loc, op.kind
+        self.id, self.tiles, self.loc, self.kind, self.scope = op.id, op.tiles, op.loc, op.kind, op.scope
         self.attrs = dict(op.attrs)
 
 

@@ -25,8 +25,11 @@ class _Groups:
         self.parent: dict = {}
         self.deps: dict = {}  # root -> groups it depends on (direct edges; ids may be stale)
         self.users: dict = {}  # root -> groups that depend on it (the same edges reversed)
+        self.scope: dict = {}  # root -> the subgraph scope of its scoped members (absent: none)
 
-    def new(self, gid):
+    def new(self, gid, scope=None):
+        if scope is not None:
+            self.scope[gid] = scope
         self.parent[gid] = gid
         self.deps[gid] = set()
         self.users[gid] = set()
@@ -75,9 +78,20 @@ class _Groups:
                         backward.append(x)
         return False
 
+    def may_join(self, a, b) -> bool:
+        """Upstream's ``sg_set_scope`` rule: ops of one scope id form their own subgraph, apart
+        from other scopes and (unless the scope allows cross-scope merging) from unscoped ops."""
+        sa, sb = self.scope.get(self.find(a)), self.scope.get(self.find(b))
+        if sa is None or sb is None:
+            s = sa or sb
+            return s is None or bool(s[2])
+        return sa[0] == sb[0]
+
     def union(self, a, b):
         a, b = self.find(a), self.find(b)
         if a != b:
+            if b in self.scope:
+                self.scope.setdefault(a, self.scope.pop(b))
             self.parent[b] = a
             self.deps[a] |= self.deps.pop(b)
             self.users[a] |= self.users.pop(b)
@@ -111,14 +125,16 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True, storage=None):
     last_write: dict = {}
     readers: dict = {}
     for op in ops:
-        gid = groups.new(op.id)
+        gid = groups.new(op.id, op.scope)
         group_of[op.id] = gid
         fusible, gm_groups = [], set()
         # earlier groups this op must follow through a GM tensor (RAW, WAR, WAW): fusing one of
         # them with a group that in turn depends on this op would make a cycle
         gm_writes = [sid(a.value.id) for a in op.outputs] if op.kind == "copy_out" or op.kind in WHOLE else []
         hazard = set()
-        for a in op.inputs:
+        # a gathered operand (passes/gather.py) is read from its pieces, not from its own tensor
+        gathered = [x for _, pieces in op.attrs.get("gather", ()) for x in pieces]
+        for a in (*op.inputs, *gathered):
             if (producer.get(a.value.id) is None or a.value.id in written) and sid(a.value.id) in last_write:
                 hazard.add(last_write[sid(a.value.id)])
         for v in gm_writes:
@@ -141,8 +157,8 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True, storage=None):
             g = group_of[pop.id]
             # fusing g would close a cycle through GM when another group this op reads depends on g
             # (or g is read through GM too): g's tiles would be read inside one batched leaf
-            if groups.find(g) in {groups.find(h) for h in gm_groups} or groups.depends_any(
-                    [h for h in inputs_of if h != groups.find(g)], g):
+            if not groups.may_join(g, gid) or groups.find(g) in {groups.find(h) for h in gm_groups} \
+                    or groups.depends_any([h for h in inputs_of if h != groups.find(g)], g):
                 gm_groups.add(g)  # keep this edge in GM
                 need_gm.add(op.inputs[k].value.id)
                 continue
@@ -154,6 +170,8 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True, storage=None):
         for k, a in enumerate(op.inputs):
             if (op.id, k) not in ub_reads:
                 readers.setdefault(sid(a.value.id), set()).add(gid)
+        for a in gathered:
+            readers.setdefault(sid(a.value.id), set()).add(gid)
         for v in gm_writes:
             last_write[v] = gid
             readers[v] = set()
@@ -165,6 +183,7 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True, storage=None):
         g = op.id
         pre, post = [], []
         ins = []
+        gather = dict(op.attrs.get("gather", ()))
         for k, a in enumerate(op.inputs):
             if op.kind in WHOLE:
                 ins.append(a.in_mem("GM"))
@@ -174,7 +193,11 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True, storage=None):
                 l1 = a.in_mem("L1")
                 kattrs = {"k_tile": op.attrs["k_tile"], "k_l1": op.attrs["k_l1"],
                           "k_dim": op.attrs["k_dims"][k]} if k < 2 else {}
-                pre.append(_op(new_id, "copy_in", (a.in_mem("GM"),), (l1,), op, kattrs))
+                if k in gather:  # the pieces straight into one L1 tile (passes/gather.py)
+                    pieces = tuple(x.in_mem("GM") for x in gather[k])
+                    pre.append(_op(new_id, "gather_in", pieces, (l1,), op, {**kattrs, "dim": 0}))
+                else:
+                    pre.append(_op(new_id, "copy_in", (a.in_mem("GM"),), (l1,), op, kattrs))
                 if k < 2:
                     l0 = a.in_mem("L0A" if k == 0 else "L0B")
                     pre.append(_op(new_id, "l1_to_l0a" if k == 0 else "l1_to_l0b", (l1,), (l0,), op, kattrs))
@@ -194,7 +217,10 @@ def assign_memory(ops, gm_values: set, new_id, fuse: bool = True, storage=None):
             outs.append(local)
             if a.value.id in need_gm:
                 post.append(_op(new_id, "copy_out", (local,), (a.in_mem("GM"),), op))
-        body = [op.replace(inputs=tuple(ins), outputs=tuple(outs))]
+        attrs = op.attrs
+        if gather:
+            attrs = MappingProxyType({n: v for n, v in attrs.items() if n != "gather"})
+        body = [op.replace(inputs=tuple(ins), outputs=tuple(outs), attrs=attrs)]
         if op.kind == "clone" and len(pre) == 1 and _same_tile(pre[0].outputs[0], outs[0]):
             # a clone of a tile loaded from GM is that load, into the clone's own buffer (upstream
             # removes the register copy): one UB tile instead of two
@@ -212,4 +238,4 @@ def _same_tile(a, b) -> bool:
 
 def _op(new_id, kind, ins, outs, like: TileOp, attrs=None) -> TileOp:
     return TileOp(new_id(), kind, ins, outs, like.grid, MappingProxyType(attrs) if attrs else _NO_ATTRS, like.src,
-                  like.core, like.loc)
+                  like.core, like.loc, like.scope)

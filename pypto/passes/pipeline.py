@@ -30,6 +30,7 @@ from .dedup import dedup
 from .execute import build_root, verify_root
 from .expand import expand_segment
 from .fold import fold_assembled_results, fold_in_place_updates
+from .gather import fold_gathers
 from .memory import assign_memory
 from .partition import partition, verify_subgraphs
 from .segments import escaping_values, split_segments
@@ -186,9 +187,9 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
     in_gm = escaping | set(storage) | {v.id for v in layout_aliases.aliases.values()}
 
     t0 = time.perf_counter()
-    tile_ops = [fold_in_place_updates(fold_assembled_results(
-        expand_segment([op for op in ops if op not in layout_aliases.dropped], views, new_id, new_value), in_gm), in_gm)
-        for ops in segments]
+    tile_ops = [fold_gathers(fold_in_place_updates(fold_assembled_results(
+        expand_segment([op for op in ops if op not in layout_aliases.dropped], views, new_id, new_value), in_gm), in_gm),
+        in_gm, new_id) for ops in segments]
     verify_tile_ops(tile_ops, "expand", memory_assigned=False)
     snap("expand", "tile", t0, tile_ops, _tile_text, tile_dot)
 

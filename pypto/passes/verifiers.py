@@ -61,7 +61,8 @@ def verify_tile_ops(roots_ops, after: str, memory_assigned: bool) -> None:
                         raise InvariantError(f"after {after}: {op.kind} has an empty tile {E.render_dims(a.shape)}")
             if not memory_assigned:
                 continue
-            compute = op.kind not in ("copy_in", "copy_out", "l1_to_l0a", "l1_to_l0b") and op.kind not in WHOLE
+            compute = op.kind not in ("copy_in", "gather_in", "copy_out", "l1_to_l0a", "l1_to_l0b") \
+                and op.kind not in WHOLE
             if compute:
                 for a in op.inputs:
                     if a.mem not in _LOCAL_IN[op.core]:

@@ -39,7 +39,7 @@ class LeafCost:
 
 def pipe_of(op) -> str:
     kind = op.kind
-    if kind == "copy_in":
+    if kind in _LOADS:
         return "MTE2"
     if kind in ("l1_to_l0a", "l1_to_l0b"):
         return "MTE1"
@@ -48,6 +48,15 @@ def pipe_of(op) -> str:
     if kind == "copy_out":
         return "FIXPIPE" if op.inputs and op.inputs[0].mem == "L0C" else "MTE3"
     return "V"
+
+
+# GM -> UB / L1 loads: a copy, or the pieces of one operand side by side (passes/gather.py)
+_LOADS = ("copy_in", "gather_in")
+
+
+def _load_bytes(op, nbytes) -> float:
+    """Bytes a load moves: its one source, or every piece of a gather."""
+    return sum(nbytes[:len(op.inputs)]) if op.kind == "gather_in" else nbytes[0]
 
 
 def vector_cycles(machine, kind: str, nbytes: float, itemsize: float) -> int:
@@ -77,8 +86,8 @@ def op_cycles(machine, op, sizes, l2_hit: bool) -> int:
     kind = op.kind
     accs = op.inputs + op.outputs
     nbytes = [n * a.value.dtype.itemsize for n, a in zip(sizes, accs)]
-    if kind == "copy_in" and op.outputs[0].mem in ("UB", "L1"):
-        return int(_read_cost(machine, nbytes[0], l2_hit)[1])
+    if kind in _LOADS and op.outputs[0].mem in ("UB", "L1"):
+        return int(_read_cost(machine, _load_bytes(op, nbytes), l2_hit)[1])
     if kind == "copy_out":
         return int(_write_cycles(machine, nbytes[0]))
     if kind == "l1_to_l0a":
@@ -182,11 +191,11 @@ def leaf_schedule(machine, leaf, sizes_per_op, l2_hits, dynamic: bool, fractal=f
             start = _scalar(pipe_free, busy, start, s_cost)
         dur = op_cycles(machine, op, sizes_per_op[i], l2_hits[i])
         end = start + dur
-        if op.kind == "copy_in":
+        if op.kind in _LOADS:
             read_end = max(read_end, end)
             # the DMA engine queues the next load once this one's bytes are on their way: the
             # latency of consecutive loads overlaps, only their transfer occupies the pipe
-            nbytes = sizes_per_op[i][0] * op.inputs[0].value.dtype.itemsize
+            nbytes = _load_bytes(op, [n * a.value.dtype.itemsize for n, a in zip(sizes_per_op[i], op.inputs)])
             pipe_free[pipe] = start + int(_read_cost(machine, nbytes, l2_hits[i])[0])
             busy[pipe] += pipe_free[pipe] - start
         else:
@@ -239,7 +248,7 @@ def _k_groups(leaf) -> dict:
                 group = None
                 break
             load = producer.get(ops[mv].inputs[0].local_key)
-            if load is None or ops[load].kind != "copy_in" or ops[load].inputs[0].mem != "GM":
+            if load is None or ops[load].kind not in _LOADS or ops[load].inputs[0].mem != "GM":
                 group = None
                 break
             group += [load, mv]
@@ -276,8 +285,8 @@ def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0, fractal=frozense
     busy cycles per pipe)."""
     mm = group[-1]
     op = ops[mm]
-    loads = [j for j in group if ops[j].kind == "copy_in"]
-    moves = [j for j in group if ops[j].kind != "copy_in" and j != mm]
+    loads = [j for j in group if ops[j].kind in _LOADS]
+    moves = [j for j in group if ops[j].kind not in _LOADS and j != mm]
     a_elems, b_elems, c_elems = sizes_per_op[mm][0], sizes_per_op[mm][1], sizes_per_op[mm][-1]
     k = max(1.0, math.sqrt(max(a_elems, 1) * max(b_elems, 1) / max(c_elems, 1)))
     m, n = max(1.0, a_elems / k), max(1.0, b_elems / k)
