@@ -63,19 +63,21 @@ def loop(*args, name: str | None = None, idx_name: str | None = None, unroll_lis
          submit_before_loop: bool = False, parallel: bool = False, **others):
     """A runtime loop: ``for i in pypto.loop(stop)`` or ``pypto.loop(start, stop, step)``.
 
-    Bounds may be symbolic; the index is a SymbolicScalar. ``unroll_list`` is upstream's hint to
-    compile unrolled copies of the body; the body still handles one iteration and the index is
-    yielded alone (as upstream), so here it is checked and otherwise changes nothing. Use
-    `loop_unroll` to write a body per unroll factor.
+    Bounds may be symbolic; the index is a SymbolicScalar. With ``unroll_list`` the loop is
+    traced as upstream's recorder traces it: one path per factor f (1 is always added), whose
+    body is the loop body traced f times in a row with the indices i, i + step, ... (one root
+    function runs f iterations; the remainder takes the smaller factors).
+    `pypto.is_loop_begin` holds only for the first copy, `pypto.is_loop_end` only for the last.
+    Use `loop_unroll` to write a body per unroll factor.
     """
     loc = user_loc(2)
     tracer = require("pypto.loop")
     if others:
         _warn_ignored("pypto.loop", others, loc)
     start, stop, step = _bounds(args, loc)
-    if unroll_list is not None:
-        _factors(unroll_list, loc)
-    return _trace(tracer, loc, start, stop, step, (1,), False, name, idx_name, submit_before_loop, parallel)
+    factors = _factors(unroll_list, loc) if unroll_list is not None else (1,)
+    return _trace(tracer, loc, start, stop, step, factors, False, name, idx_name, submit_before_loop, parallel,
+                  repeat=unroll_list is not None)
 
 
 def loop_unroll(*args, unroll_list=(1,), name: str | None = None, idx_name: str | None = None,
@@ -108,8 +110,18 @@ def _factors(unroll_list, loc) -> tuple:
     return tuple(fs)
 
 
+class _UnrolledIndex(SymbolicScalar):
+    """The index of one copy of an unrolled loop body: (loop index name, copy, copies)."""
+
+    __slots__ = ("_unrolled",)
+
+    def __init__(self, expr, unrolled):
+        super().__init__(expr)
+        self._unrolled = unrolled
+
+
 def _trace(tracer, loc, start, stop, step, factors, yield_factor, name, idx_name, submit_before_loop,
-           parallel):
+           parallel, repeat=False):
     index = idx_name or tracer.loop_names.get((loc.file, loc.line) if loc else None)
     if not index:
         index = f"i{len(tracer.active_indices)}"
@@ -128,7 +140,11 @@ def _trace(tracer, loc, start, stop, step, factors, yield_factor, name, idx_name
             tracer.loop_info[index] = (start, stop, step, factor)
             tracer.loop_factors[index] = factors  # the iteration schedule a loop guard replays
             idx = SymbolicScalar(E.Sym(index, nonneg=E.is_nonneg(start)))
-            yield (idx, factor) if yield_factor else idx
+            if repeat:  # the body once per iteration of the chunk (upstream's unrolled path)
+                for j in range(factor):
+                    yield _UnrolledIndex(E.add(idx.expr, E.mul(j, step)) if j else idx.expr, (index, j, factor))
+            else:
+                yield (idx, factor) if yield_factor else idx
             tracer.active_indices.pop()
             block = tracer.pop_block(explorer, loop_body=True)
             tracer.vec_tile, tracer.cube_tile = saved  # tile settings are scoped to the loop body
@@ -147,6 +163,9 @@ def cond(scalar, file=None, lineno=None) -> bool:
 
 def _loop_of(idx, what):
     tracer = require(what)
+    unrolled = getattr(idx, "_unrolled", None)
+    if unrolled is not None and unrolled[0] in tracer.active_indices:
+        return tracer.loop_info[unrolled[0]]
     if not (isinstance(idx, SymbolicScalar) and isinstance(idx.expr, E.Sym)
             and idx.expr.name in tracer.active_indices):
         raise KernelSyntaxError(f"{what} needs the index of an enclosing pypto.loop", got=repr(idx),
@@ -157,12 +176,20 @@ def _loop_of(idx, what):
 def is_loop_begin(idx) -> SymbolicScalar:
     """True on the first iteration of the loop whose index is ``idx``."""
     start, _, _, _ = _loop_of(idx, "pypto.is_loop_begin")
+    unrolled = getattr(idx, "_unrolled", None)
+    if unrolled is not None and unrolled[1] > 0:  # a later copy of an unrolled chunk is never the first
+        return SymbolicScalar.wrap(E.const(0))
     return SymbolicScalar.wrap(E.binary("eq", idx.expr, start))
 
 
 def is_loop_end(idx) -> SymbolicScalar:
     """True on the last iteration of the loop whose index is ``idx``."""
     _, stop, step, factor = _loop_of(idx, "pypto.is_loop_end")
+    unrolled = getattr(idx, "_unrolled", None)
+    if unrolled is not None:  # one iteration per copy: only a chunk's last copy can end the loop
+        if unrolled[1] + 1 < unrolled[2]:
+            return SymbolicScalar.wrap(E.const(0))
+        return SymbolicScalar.wrap(E.binary("ge", E.add(idx.expr, step), stop))
     return SymbolicScalar.wrap(E.binary("ge", E.add(idx.expr, step * factor), stop))
 
 

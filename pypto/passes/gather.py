@@ -10,7 +10,8 @@ Written as copies they were 2,048 of the program's 3,848 tasks.
 
 The fold applies per segment when a local tensor T
 
-* is written only by copies of GM views that tile T's leading dim exactly, every
+* is written only by copies of GM views of memory made before the segment (a parameter, a cache)
+  that tile T's leading dim exactly, every
   write before any read, and
 * is read only by matmuls, none escaping the segment;
 
@@ -40,9 +41,11 @@ def _int(x):
     return x if isinstance(x, int) else None
 
 
-def _pieces(t, writes):
+def _pieces(t, writes, made_here):
     """The copies writing local tensor ``t`` as [(row offset, source Access)] covering its leading
-    dim in order with equal, fully written pieces; None when they do not."""
+    dim in order with equal pieces; None when they do not. A piece must be a view of memory that
+    exists before the segment (``made_here``: the values its ops write): a result computed here
+    may never reach GM (it stays in UB inside its fused group)."""
     shape = tuple(_int(s) for s in t.shape)
     if not shape or any(s is None for s in shape):
         return None
@@ -51,7 +54,7 @@ def _pieces(t, writes):
         if op.kind != "copy_out" or len(op.inputs) != 1 or len(op.outputs) != 1 or op.core != "AIV":
             return None
         src, dst = op.inputs[0], op.outputs[0]
-        if src.value.kind not in ("param", "op", "workspace") or src.value.id == t.id:
+        if src.value.kind not in ("param", "op", "workspace") or src.value.id == t.id or src.value.id in made_here:
             return None
         if tuple(src.axis) != tuple(dst.axis) or tuple(src.shape) != tuple(dst.shape):
             return None
@@ -144,7 +147,7 @@ def fold_gathers(ops: list, escaping: set, new_id) -> list:
             continue
         if last_write[vid] > first_read[vid] or any(i in plan for i in ws):
             continue
-        pieces = _pieces(t, [ops[i] for i in ws])
+        pieces = _pieces(t, [ops[i] for i in ws], writes)
         if not pieces or len(pieces) < 2:
             continue
         rows = pieces[1][0]

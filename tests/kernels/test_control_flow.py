@@ -416,8 +416,9 @@ def test_loop_unroll_one_compile_three_bodies():
 
 
 def test_loop_with_unroll_list_keyword_yields_the_index_alone():
-    # upstream: unroll_list on pypto.loop is a compile hint; the body still handles one
-    # iteration and gets the index alone (loop_unroll is the form with a body per factor)
+    # upstream: the body handles one iteration and gets the index alone (loop_unroll is the form
+    # with a body per factor); its recorder traces the body once per iteration of a chunk of 16
+    # (a path per factor, tests/kernels/test_loop_unroll_list.py)
     @pypto.frontend.jit
     def via_loop(x: pypto.Tensor([D, 8], FP32), out: pypto.Tensor([D, 8], FP32)):
         for i in pypto.loop(0, x.shape[0], 2, unroll_list=[16, 1]):
@@ -435,7 +436,7 @@ def test_loop_with_unroll_list_keyword_yields_the_index_alone():
         want[last:] = x[last:] * 3.0
         _exact(out, want)
     (lp,) = list(via_loop.inspect(x, out).program.loops())
-    assert lp.factors == (1,) and len(lp.bodies) == 1
+    assert lp.factors == (16, 1) and len(lp.bodies) == 2
 
 
 def test_loop_unroll_list_must_hold_positive_ints():

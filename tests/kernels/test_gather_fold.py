@@ -102,3 +102,21 @@ def test_a_block_past_the_end_of_the_cache_is_refused_not_shifted():
     # with any element read that fails mid-run in a program whose control flow reads elements)
     good = _args(256, blocks=8, table=table)
     check_kernel(paged_scores, good, _reference(*good), out=5)  # and the next good call works
+
+
+@pypto.frontend.jit
+def computed_rows(x: pypto.Tensor([4, DN], FP32), w: pypto.Tensor([DN, 32], BF16), out: pypto.Tensor([4, 32], FP32)):
+    # upstream's GLM attention pre-quant: the rows of a local tensor are computed, not views: they
+    # stay in UB inside their fused group, so the matmul must read the assembled tensor
+    pypto.set_vec_tile_shapes(1, DN)
+    t = pypto.tensor([4, DN], BF16, "rows")
+    for i in range(4):
+        t[i:i + 1, 0:] = pypto.cast(pypto.mul(pypto.view(x, [1, DN], [i, 0]), 2.0), BF16)
+    pypto.set_cube_tile_shapes([16, 16], [64, 64], [32, 32])
+    out[:] = pypto.matmul(t, w, FP32)
+
+
+def test_computed_rows_are_not_gathered():
+    x, w = rand((4, DN), seed=5), rand((DN, 32), torch.bfloat16, seed=6)
+    expected = (x * 2.0).to(torch.bfloat16).float() @ w.float()
+    check_kernel(computed_rows, (x, w, torch.zeros(4, 32)), expected, out=2)
