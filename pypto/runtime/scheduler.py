@@ -562,6 +562,11 @@ class _Sim:
                                 h = qhead[ty]
                                 k = q[h]
                                 qhead[ty] = h + 1
+                            # a task queued by a completion is ready when that completion ends: a
+                            # thread woken earlier waits for it (it never dispatches before)
+                            r = why_ready[k]
+                            if r > t0:
+                                t0 = r
                             t0 += dispatch_cost
                             dispatches[d] += 1
                             why_disp[k] = int(t0)  # start reasons

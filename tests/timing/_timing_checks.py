@@ -68,6 +68,10 @@ def check_invariants(tl, expected_tasks=None):
     assert all(0 <= e.thread < threads for e in events)
     assert 0 <= stats["device_tasks"] and all(0 <= e.device_task < stats["device_tasks"] for e in events)
     assert 0.0 <= stats["l2_hit_rate"] <= 1.0
+    why = getattr(events, "why", None)
+    if why is not None:  # a task readied by a completion is dispatched after that completion ends
+        early = (why["by"] >= 0) & (why["dispatched"] < why["ready"])
+        assert not early.any(), f"{int(early.sum())} tasks dispatched before the completion that readied them"
     assert stats["control_wait_cycles"] >= 0
     return tl
 
