@@ -55,5 +55,5 @@ def test_fresh_replayer_per_simulation(built):
 
     m = current_machine()
     for name, rp, runtime, options in built:
-        for opts in options:
+        for opts in options[:3]:  # each builds the call's tasks again: a few per case
             _check(name, opts, simulate(rp.lowered, rp.stream, {**runtime, **opts}, m, rp.memory_key))
