@@ -112,10 +112,16 @@ def _same_schedule(timeline: Timeline, runtime: dict) -> Timeline:
     """A Timeline of the same schedule as ``timeline`` (its columns shared: nobody writes them),
     recorded under ``runtime``, with a copy of its stats (computed once per schedule)."""
     got = Timeline(timeline.events, timeline.deps, timeline.aicpu, timeline.machine, dict(runtime),
-                   timeline.device_tasks, copy.deepcopy(timeline.extra_stats))
-    got.__dict__["stats"] = copy.deepcopy(timeline.stats)
+                   timeline.device_tasks, _copied(timeline.extra_stats))
+    got.__dict__["stats"] = _copied(timeline.stats)
     got.__dict__["critical_path_cycles"] = timeline.critical_path_cycles
     return got
+
+
+def _copied(stats: dict) -> dict:
+    """A copy of a stats dict that shares nothing a caller could change (its values are numbers,
+    or dicts and lists of numbers)."""
+    return {k: (v.copy() if isinstance(v, (dict, list)) else v) for k, v in stats.items()}
 
 
 class _Costs:
