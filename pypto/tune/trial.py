@@ -15,6 +15,7 @@ point results that differ in their last bits (another tile shape sums in another
 
 from __future__ import annotations
 
+import functools
 import socket
 import sys
 import time
@@ -110,6 +111,7 @@ class Evaluator:
         self._versions: OrderedDict = OrderedDict()  # (compile part, call) -> _Version
         self._reference: dict = {}  # call -> (written argument indices, their values, returned)
         self._inputs: dict = {}  # call -> the seeded arguments, never passed to a kernel
+        self._config_parts: dict = {}  # configuration items -> `_parts`
 
     # ---- inputs and the reference ------------------------------------------------------------------
     def inputs(self, call: int) -> list:
@@ -197,10 +199,26 @@ class Evaluator:
                 self.kernel.cache_clear()
 
     # ---- compiled versions ---------------------------------------------------------------------
+    def _parts(self, config: dict) -> tuple:
+        """(key of the compile-affecting part, validated runtime options) of ``config``, worked
+        out once per configuration (a sweep asks again for every call shape and every trial)."""
+        try:
+            memo = tuple(config.items())
+            got = self._config_parts.get(memo)
+        except TypeError:  # an unhashable value (a list): work it out each time
+            memo, got = None, None
+        if got is None:
+            got = (config_key(compile_part(config)), _runtime_options(config))
+            if memo is not None:
+                if len(self._config_parts) >= 100_000:
+                    self._config_parts.clear()
+                self._config_parts[memo] = got
+        return got
+
     def version(self, config: dict, call: int) -> tuple[_Version, bool]:
         """The compiled version for ``config``'s compile-affecting values on call ``call``, and
         whether it was compiled now."""
-        key = (config_key(compile_part(config)), call)
+        key = (self._parts(config)[0], call)
         v = self._versions.get(key)
         if v is not None:
             self._versions.move_to_end(key)
@@ -253,7 +271,7 @@ class Evaluator:
         util_c, util_v, l2 = [], [], []
         match = True
         try:
-            runtime = _runtime_options(config)
+            runtime = self._parts(config)[1]
             for call in range(len(self.space.shapes)):
                 v, new = self.version(config, call)
                 rec.compiled = rec.compiled or new
@@ -289,7 +307,7 @@ class Evaluator:
 
     def timeline(self, config: dict, call: int = 0):
         """The simulated Timeline of ``config`` on call shape ``call`` (for the lab)."""
-        return _simulated(self.version(config, call)[0], _runtime_options(config))
+        return _simulated(self.version(config, call)[0], self._parts(config)[1])
 
 
 class _TrialFailed(Exception):
@@ -400,4 +418,9 @@ def _worker_name() -> str:
             return distributed.get_worker().address
         except ValueError:  # not inside a Dask worker
             pass
+    return _local_name()
+
+
+@functools.lru_cache(maxsize=1)
+def _local_name() -> str:
     return f"{socket.gethostname()}:local"
