@@ -88,6 +88,8 @@ class _Version:
     numbers_match: bool | None = None
     check_seconds: float = 0.0
     error: str = ""
+    stage: str = "compile"  # where a failed version failed: "fit" (its tiles cannot fit), "compile"
+    detail: dict = field(default_factory=dict)  # of a version that does not fit: `fit.Overflow.to_dict`
 
 
 class Evaluator:
@@ -112,6 +114,7 @@ class Evaluator:
         self._reference: dict = {}  # call -> (written argument indices, their values, returned)
         self._inputs: dict = {}  # call -> the seeded arguments, never passed to a kernel
         self._config_parts: dict = {}  # configuration items -> `_parts`
+        self._fits: dict = {}  # compile key -> None (fits, as far as the estimate can tell) or an Overflow
 
     # ---- inputs and the reference ------------------------------------------------------------------
     def inputs(self, call: int) -> list:
@@ -223,10 +226,55 @@ class Evaluator:
         if v is not None:
             self._versions.move_to_end(key)
             return v, False
-        v = self._versions[key] = self._compile(config, call)
+        unfit = self.fit(config)
+        if unfit is not None:  # rejected before compiling: the record says which memory and op
+            v = _Version(error=str(unfit), stage="fit", detail=unfit.to_dict())
+        else:
+            v = self._compile(config, call)
+        self._versions[key] = v
         if len(self._versions) > self.max_versions:  # bounded: the least recently used goes
             self._versions.popitem(last=False)
-        return v, True
+        return v, unfit is None  # a tile rejected by the estimate compiled nothing
+
+    def fit(self, config: dict):
+        """None if ``config``'s tiles can fit the machine's local memories on every call shape as
+        far as `fit.overflow` can tell from the traced program (nothing lowered or run), else the
+        `fit.Overflow`; worked out once per compile-affecting part."""
+        key = self._parts(config)[0]
+        if key not in self._fits:
+            self._fits[key] = self._fit(config)
+        return self._fits[key]
+
+    def _fit(self, config: dict):
+        import torch
+
+        from ..options import CompStage, forced
+        from ..runtime.machine import current_machine
+        from .fit import overflow
+
+        params, runtime, passes = split(compile_part(config))
+        for call in range(len(self.space.shapes)):
+            try:
+                args = [torch.empty(t.shape, dtype=t.dtype) for t in self.inputs_meta(call)]
+                with forced(runtime_options=runtime or None, pass_options=passes or None,
+                            host_options={"compile_stage": int(CompStage.TENSOR_GRAPH)}):
+                    self.kernel(*args, **params)
+                program = self.kernel.last_run.compiled.program
+            except Exception:  # noqa: BLE001 - it does not trace: the compile says why, in full
+                return None
+            finally:
+                self.kernel.cache_clear()
+            got = overflow(program, current_machine())
+            if got is not None:
+                return got
+        return None
+
+    def inputs_meta(self, call: int) -> list:
+        """The arguments of call shape ``call`` (the seeded tensors, made once; not cloned: the
+        caller reads only their shapes and dtypes)."""
+        if call not in self._inputs:
+            self._inputs[call] = self._make_inputs(call)
+        return self._inputs[call]
 
     def _compile(self, config: dict, call: int) -> _Version:
         from ..options import forced
@@ -290,7 +338,9 @@ class Evaluator:
                 match = match and bool(v.numbers_match)
         except _TrialFailed as e:
             rec.status, rec.error = FAILED, str(e)
-            rec.extra["stage"] = "compile"  # the compiled version failed: every trial of it would
+            rec.extra["stage"] = e.stage  # the compiled version failed: every trial of it would
+            if e.detail:
+                rec.extra["fit"] = dict(e.detail)
         except Exception as e:  # noqa: BLE001 - an invalid combination is recorded, not fatal
             rec.status, rec.error = FAILED, _error_text(e)
         else:
@@ -311,7 +361,9 @@ class Evaluator:
 
 
 class _TrialFailed(Exception):
-    pass
+    def __init__(self, message: str, stage: str = "compile", detail: dict | None = None):
+        super().__init__(message)
+        self.stage, self.detail = stage, detail or {}
 
 
 class BaselineError(OptionError):
@@ -354,7 +406,7 @@ def _returned(result, args) -> list:
 def _simulated(v: _Version, runtime: dict):
     """The Timeline of version ``v`` under its compile's runtime options updated by ``runtime``."""
     if v.error:
-        raise _TrialFailed(v.error)
+        raise _TrialFailed(v.error, v.stage, v.detail)
     return v.replayer.simulate({**v.runtime, **runtime}, v.machine)
 
 
