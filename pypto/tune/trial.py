@@ -147,14 +147,20 @@ class Evaluator:
             out.append(shape)
         return out
 
+    def _arg_specs(self, call: int) -> list:
+        """(shape, torch dtype) of each tensor argument of call shape ``call``."""
+        out = []
+        for spec, shape in zip(self.signature.tensors, self._shapes_of(call)):
+            dtype = spec.dtype or dtype_named(spec.param, self.space.dtypes.get(spec.param, "fp32"))
+            out.append((shape, dtype.torch()))
+        return out
+
     def _make_inputs(self, call: int) -> list:
         import torch
 
         g = torch.Generator().manual_seed(self.seed + call)
         args = []
-        for spec, shape in zip(self.signature.tensors, self._shapes_of(call)):
-            dtype = spec.dtype or dtype_named(spec.param, self.space.dtypes.get(spec.param, "fp32"))
-            tdt = dtype.torch()
+        for shape, tdt in self._arg_specs(call):
             if tdt.is_floating_point:
                 t = torch.randn(shape, generator=g).to(tdt)
             elif tdt == torch.bool:
@@ -255,7 +261,8 @@ class Evaluator:
         params, runtime, passes = split(compile_part(config))
         for call in range(len(self.space.shapes)):
             try:
-                args = [torch.empty(t.shape, dtype=t.dtype) for t in self.inputs_meta(call)]
+                # tracing reads only shapes and dtypes: no data is made
+                args = [torch.empty(shape, dtype=tdt) for shape, tdt in self._arg_specs(call)]
                 with forced(runtime_options=runtime or None, pass_options=passes or None,
                             host_options={"compile_stage": int(CompStage.TENSOR_GRAPH)}):
                     self.kernel(*args, **params)
@@ -268,13 +275,6 @@ class Evaluator:
             if got is not None:
                 return got
         return None
-
-    def inputs_meta(self, call: int) -> list:
-        """The arguments of call shape ``call`` (the seeded tensors, made once; not cloned: the
-        caller reads only their shapes and dtypes)."""
-        if call not in self._inputs:
-            self._inputs[call] = self._make_inputs(call)
-        return self._inputs[call]
 
     def _compile(self, config: dict, call: int) -> _Version:
         from ..options import forced
