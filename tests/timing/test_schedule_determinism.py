@@ -1,8 +1,8 @@
 """The simulated schedules stay the same to the cycle: every case of `schedule_fingerprints`
 (the timing tests' kernels, the flash-attention example under every schedule mode and AICPU
 thread count, small calibration cases) against the stored fingerprints, simulated with one
-re-used `Replayer` per call (whatever it caches across simulations), in two orders, and with a
-new `Replayer` per simulation.
+re-used `Replayer` per call (whatever it caches across simulations), in another order than the
+store's, and with a new `Replayer` per simulation.
 
 A failure here after a change meant only to speed the simulator up is a bug in that change; after
 a change to the timing model that moves cycles on purpose, regenerate the store (see
@@ -36,17 +36,18 @@ def test_every_case_is_stored(built):
         assert {sf.option_key(o) for o in options} == set(STORED[name])
 
 
-def test_reused_replayer_in_order_and_shuffled(built):
+def test_reused_replayer_in_another_order(built):
     from pypto.runtime.machine import current_machine
     from pypto.runtime.scheduler import Replayer
 
     m = current_machine()
     rng = random.Random(19)
     for name, rp, runtime, options in built:
-        for order in (options, rng.sample(options, len(options))):
-            r = Replayer(rp.lowered, rp.stream, rp.memory_key)
-            for opts in order + order[:3]:  # and again: a repeated option may be answered from a cache
-                _check(name, opts, r.simulate({**runtime, **opts}, m))
+        # the store was made in the listed order: here its caches fill in another one
+        order = rng.sample(options, len(options))
+        r = Replayer(rp.lowered, rp.stream, rp.memory_key)
+        for opts in order + order[:3]:  # and again: a repeated option may be answered from a cache
+            _check(name, opts, r.simulate({**runtime, **opts}, m))
 
 
 def test_fresh_replayer_per_simulation(built):
@@ -55,5 +56,5 @@ def test_fresh_replayer_per_simulation(built):
 
     m = current_machine()
     for name, rp, runtime, options in built:
-        for opts in options[:3]:  # each builds the call's tasks again: a few per case
+        for opts in options[:2]:  # each builds the call's tasks again: a few per case
             _check(name, opts, simulate(rp.lowered, rp.stream, {**runtime, **opts}, m, rp.memory_key))
