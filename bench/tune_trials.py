@@ -5,7 +5,7 @@ numbers check beside compile + simulation.
 
 * runtime rows: runtime-option trials (one compile, every other trial a re-simulation) on a
   row-wise exp kernel of R rows (``R`` below), without a store and with a journal store;
-* ``re-simulations /s``: the trials that compiled nothing (their own wall time, the sweep's
+* ``re-simulations /s``: the ok trials that compiled nothing (their own wall time, the sweep's
   bookkeeping left out);
 * 10k: 10,000 runtime-option trials with a store (``--quick``: 2,000);
 * tiles: tile trials of the same kernel (each compiles, runs, checks, simulates), the check's
@@ -39,7 +39,7 @@ def timed(label, kernel, space, **kw):
     t0, c0 = time.perf_counter(), time.process_time()
     results = tune.sweep(kernel, space, runner="inprocess", **kw)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    resim = [r for r in results if not r.compiled]
+    resim = [r for r in results if r.ok and not r.compiled]
     resim_s = sum(r.seconds for r in resim)
     rate = f"  re-simulations {len(resim) / resim_s:7.1f}/s" if resim and resim_s else ""
     print(f"{label:44} {len(results):6d} trials {wall:7.2f} s wall {cpu:7.2f} s CPU "
