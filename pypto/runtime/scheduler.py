@@ -68,7 +68,9 @@ class Replayer:
     call's root count, or the parallelism of a call with no parallel loop), so an equivalent
     configuration is answered without simulating again."""
 
-    KEEP_TASKS = 2_000_000  # simulated tasks kept for equivalent options, summed over timelines
+    # schedules kept for equivalent options (of the last machine simulated only: a calibration
+    # fit simulates each candidate machine once), bounded by their tasks (~70 bytes each)
+    KEEP_TASKS = 500_000
     KEEP_TIMELINES = 256
 
     def __init__(self, lowered, stream, memory_key):
@@ -86,6 +88,9 @@ class Replayer:
         if replay is None:
             replay = self._replays[vso] = _Replay(self.lowered, self.stream, vso, self.memory_key)
         skey = replay.schedule_key(runtime, machine)
+        if self._schedules and next(reversed(self._schedules.values()))[0] is not machine:
+            self._schedules.clear()  # another machine: its schedules are all new
+            self._kept_tasks = 0
         if skey is not None:
             key = (vso, id(machine), skey)
             hit = self._schedules.get(key)

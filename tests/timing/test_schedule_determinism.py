@@ -58,3 +58,17 @@ def test_fresh_replayer_per_simulation(built):
     for name, rp, runtime, options in built:
         for opts in options[:2]:  # each builds the call's tasks again: a few per case
             _check(name, opts, simulate(rp.lowered, rp.stream, {**runtime, **opts}, m, rp.memory_key))
+
+
+def test_a_reused_replayer_follows_the_machine(built):
+    # schedules and costs kept for one machine never answer for another
+    from pypto.runtime.machine import current_machine, machine_model
+    from pypto.runtime.scheduler import Replayer, simulate
+
+    name, rp, runtime, options = next(b for b in built if b[0] == "timing/chains")
+    r = Replayer(rp.lowered, rp.stream, rp.memory_key)
+    for m in (current_machine(), machine_model("small"), current_machine()):
+        for opts in options[:4]:
+            got = sf.fingerprint(r.simulate({**runtime, **opts}, m))
+            want = sf.fingerprint(simulate(rp.lowered, rp.stream, {**runtime, **opts}, m, rp.memory_key))
+            assert got == want, f"{name} under {opts} on {m.name}"
