@@ -5,6 +5,8 @@ numbers check beside compile + simulation.
 
 * runtime rows: runtime-option trials (one compile, every other trial a re-simulation) on a
   row-wise exp kernel of R rows (``R`` below), without a store and with a journal store;
+* ``re-simulations /s``: the ok trials that compiled nothing (their own wall time, the sweep's
+  bookkeeping left out);
 * 10k: 10,000 runtime-option trials with a store (``--quick``: 2,000);
 * tiles: tile trials of the same kernel (each compiles, runs, checks, simulates), the check's
   share beside the compile and the simulation.
@@ -37,8 +39,11 @@ def timed(label, kernel, space, **kw):
     t0, c0 = time.perf_counter(), time.process_time()
     results = tune.sweep(kernel, space, runner="inprocess", **kw)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    resim = [r for r in results if r.ok and not r.compiled]
+    resim_s = sum(r.seconds for r in resim)
+    rate = f"  re-simulations {len(resim) / resim_s:7.1f}/s" if resim and resim_s else ""
     print(f"{label:44} {len(results):6d} trials {wall:7.2f} s wall {cpu:7.2f} s CPU "
-          f"{len(results) / wall:8.1f} trials/s", flush=True)
+          f"{len(results) / wall:8.1f} trials/s{rate}", flush=True)
     return results
 
 
@@ -75,6 +80,10 @@ def main():
     print(f"# flash attention, batch 1, seq {a.seq}, D 64")
     timed("runtime options (4 x 5), in-process", fa,
           tune.space(fa_shape, options={"device_sched_mode": [0, 1, 2, 3], "launch_sched_aicpu_num": [1, 2, 3, 4, 5]}))
+    # the 1,000 configurations of bench_tune.py: many are one schedule (a stitch limit above the
+    # call's 48 roots, the parallelism of a call without parallel loops), simulated once
+    timed(f"runtime options ({tune.space(fa_shape, options=RUNTIME).size}), in-process", fa,
+          tune.space(fa_shape, options=RUNTIME))
     _shares(timed("tile trials BQ x BK", fa, tune.space(fa_shape, BQ=[16, 32, 64, 128], BK=[32, 64, 128])))
 
 

@@ -30,6 +30,7 @@ far fewer events).
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 
 import numpy as np  # imported with the simulator, never by `import pypto`
 import math
@@ -59,11 +60,25 @@ def simulate(lowered, stream, runtime: dict, machine, memory_key) -> Timeline:
 class Replayer:
     """One call's root instances and tasks, built once and simulated under many runtime options
     (a tuning sweep): building the tasks costs several times more than scheduling them. The
-    tasks depend only on ``valid_shape_optimize``, so one table is kept per value of it."""
+    tasks depend only on ``valid_shape_optimize``, so one table is kept per value of it.
+
+    What does not depend on the runtime options is kept across simulations: the task table, the
+    cost of each task class under each L2 hit pattern (per machine), and the schedule itself
+    under options that cannot change it (`_Replay.schedule_key`: e.g. a stitch limit above the
+    call's root count, or the parallelism of a call with no parallel loop), so an equivalent
+    configuration is answered without simulating again."""
+
+    # schedules kept for equivalent options (of the last machine simulated only: a calibration
+    # fit simulates each candidate machine once), bounded by their tasks (~70 bytes each)
+    KEEP_TASKS = 500_000
+    KEEP_TIMELINES = 256
 
     def __init__(self, lowered, stream, memory_key):
         self.lowered, self.stream, self.memory_key = lowered, stream, memory_key
         self._replays: dict = {}
+        self._costs: dict = {}  # vso -> _Costs of the last machine simulated
+        self._schedules: OrderedDict = OrderedDict()  # (vso, machine id, schedule key) -> (machine, Timeline)
+        self._kept_tasks = 0
 
     def simulate(self, runtime: dict, machine) -> Timeline:
         """The timeline under ``runtime`` (a full runtime-option dict) on ``machine``; the same
@@ -72,10 +87,57 @@ class Replayer:
         replay = self._replays.get(vso)
         if replay is None:
             replay = self._replays[vso] = _Replay(self.lowered, self.stream, vso, self.memory_key)
+        skey = replay.schedule_key(runtime, machine)
+        if self._schedules and next(reversed(self._schedules.values()))[0] is not machine:
+            self._schedules.clear()  # another machine: its schedules are all new
+            self._kept_tasks = 0
+        if skey is not None:
+            key = (vso, id(machine), skey)
+            hit = self._schedules.get(key)
+            if hit is not None and hit[0] is machine:
+                self._schedules.move_to_end(key)
+                return _same_schedule(hit[1], runtime)
+        costs = self._costs.get(vso)
+        if costs is None or costs.machine is not machine:
+            costs = self._costs[vso] = _Costs(machine)
         fresh = copy.copy(replay)
         # the scheduler counts down each task's predecessors in place: give it its own counts
         fresh.tasks = replace(replay.tasks, npred=replay.tasks.npred.copy())
-        return _Sim(self.lowered, fresh, runtime, machine).run()
+        timeline = _Sim(self.lowered, fresh, runtime, machine, costs).run()
+        if skey is not None and replay.tasks.n <= self.KEEP_TASKS:
+            self._schedules[key] = (machine, timeline)
+            self._kept_tasks += replay.tasks.n
+            while self._kept_tasks > self.KEEP_TASKS or len(self._schedules) > self.KEEP_TIMELINES:
+                _, (_, old) = self._schedules.popitem(last=False)
+                self._kept_tasks -= len(old.events)
+        return timeline
+
+
+def _same_schedule(timeline: Timeline, runtime: dict) -> Timeline:
+    """A Timeline of the same schedule as ``timeline`` (its columns shared: nobody writes them),
+    recorded under ``runtime``, with a copy of its stats (computed once per schedule)."""
+    got = Timeline(timeline.events, timeline.deps, timeline.aicpu, timeline.machine, dict(runtime),
+                   timeline.device_tasks, _copied(timeline.extra_stats))
+    got.__dict__["stats"] = _copied(timeline.stats)
+    got.__dict__["critical_path_cycles"] = timeline.critical_path_cycles
+    return got
+
+
+def _copied(stats: dict) -> dict:
+    """A copy of a stats dict that shares nothing a caller could change (its values are numbers,
+    or dicts and lists of numbers)."""
+    return {k: (v.copy() if isinstance(v, (dict, list)) else v) for k, v in stats.items()}
+
+
+class _Costs:
+    """Task costs on one machine, per (task class, L2 hit pattern of its reads), filled in as the
+    simulations meet them: they depend on neither the runtime options nor the schedule."""
+
+    def __init__(self, machine):
+        self.machine = machine
+        self.index: dict = {}  # (hit mask << 24) | class -> row
+        self.dur, self.pipes, self.hits = [], [], []
+        self.tail, self.lead, self.hbm = [], [], []  # after the last read; before the first compute; HBM cycles
 
 
 class _Replay:
@@ -100,11 +162,38 @@ class _Replay:
                 envs.append(env)
             builder.add_root(index, env, read)
         self.tasks = builder.finish()
+        self.any_parallel = any(self.parallel)
+        self.all_loads = frozenset().union(*self.loads) if self.loads else frozenset()
+
+    def schedule_key(self, runtime: dict, machine):
+        """What of ``runtime`` the schedule of these roots on ``machine`` depends on, as a
+        hashable value (two option sets with one key give the same schedule, to the cycle), or
+        None when the options are not plain enough to say."""
+        try:
+            mode = int(runtime.get("device_sched_mode", 0))
+            max_roots = int(runtime.get("stitch_function_max_num", 128))
+            parallelism = int(runtime.get("device_sched_parallelism", 1))
+            threads = max(1, min(int(runtime.get("launch_sched_aicpu_num", 7)), machine.max_sched_aicpu))
+            early = int(runtime.get("launch_early_mode", 0)) == 1
+            host = frozenset(runtime.get("ready_on_host_tensors", ()) or ())
+        except (TypeError, ValueError):
+            return None
+        n_roots = len(self.index)
+        # a device task is cut when it holds max_roots roots: any limit above the root count never
+        # cuts one, and a limit of 1 or less cuts after every root
+        max_roots = min(max(max_roots, 1), n_roots + 1)
+        if parallelism <= 0:
+            return None  # the simulation says what is wrong with it
+        # the parallelism divides only the stitch cost of roots in a parallel loop; the host-ready
+        # tensors matter only among those some root's control flow loads
+        return (mode in (1, 3), mode in (2, 3), max_roots, parallelism if self.any_parallel else 0, threads, early,
+                host & self.all_loads)
 
 
 class _Sim:
-    def __init__(self, lowered, replay, runtime, machine):
+    def __init__(self, lowered, replay, runtime, machine, costs=None):
         self.lowered, self.replay, self.m = lowered, replay, machine
+        self.costs = costs if costs is not None else _Costs(machine)
         self.opts = dict(runtime)
         mode = int(runtime.get("device_sched_mode", 0))
         self.affinity, self.fair = mode in (1, 3), mode in (2, 3)
@@ -177,7 +266,6 @@ class _Sim:
         line_bytes = array("q", [0]) * tasks.n_lines
         order = array("i")
         l2 = [0, 0, m.l2_bytes, 0]  # head (oldest stamp not yet examined), base (stamp of order[0]), capacity, used
-        counters = [0, 0]  # L2 reads, hits
 
         def touch(line, nbytes):
             """Mark ``line`` most recent; True if it was resident (an L2 hit)."""
@@ -205,38 +293,24 @@ class _Sim:
             return False
 
         # ---- costs, per (class, L2 hit pattern) ----------------------------------------------------
-        cost_of: dict = {}
-        cost_dur, cost_pipes, cost_hits = [], [], []
-        cost_tail, cost_lead, cost_hbm = [], [], []  # after the last read; before the first compute; HBM cycles
+        costs = self.costs
+        cost_of = costs.index
+        cost_dur, cost_pipes, cost_hits = costs.dur, costs.pipes, costs.hits
+        cost_tail, cost_lead, cost_hbm = costs.tail, costs.lead, costs.hbm
         hbm_bw = m.hbm_bw
         overlap = m.overlap_pending_loads
         hbm = [0.0]  # when the chip's HBM has carried everything asked of it so far (a fluid FIFO)
 
-        def cost(k):
-            c = cls[k]
-            r0 = rptr[k]
-            nr = cls_nr[c]
-            if nr == 1:
-                mask = 1 if touch(rline[r0], cls_rb[c][0]) else 0
-            else:
-                rb = cls_rb[c]
-                mask = 0
-                for j in range(nr):
-                    mask += mask + touch(rline[r0 + j], rb[j])
-            if nr:
-                counters[0] += nr
-                if mask:
-                    counters[1] += bin(mask).count("1")
-            got = cost_of.get((mask << 24) | c)
-            if got is None:
-                hits = tuple(bool(mask >> (nr - 1 - i) & 1) for i in range(nr))
-                lc = self._leaf_cost(classes[c], hits)
-                got = cost_of[(mask << 24) | c] = len(cost_dur)
-                cost_dur.append(lc.duration), cost_pipes.append(tuple(lc.busy.items())), cost_hits.append(sum(hits))
-                cost_tail.append(max(0, lc.duration - lc.read_end)), cost_lead.append(lc.lead)
-                # bytes through HBM: the reads that miss L2 and every write
-                miss = sum(b for b, h in zip(cls_rb[c], hits) if not h) + sum(cls_wb[c])
-                cost_hbm.append(miss / hbm_bw if hbm_bw else 0.0)
+        def new_cost(c, mask, nr):
+            """The cost row of a task of class c whose reads hit L2 as the bits of mask say."""
+            hits = tuple(bool(mask >> (nr - 1 - i) & 1) for i in range(nr))
+            lc = self._leaf_cost(classes[c], hits)
+            got = cost_of[(mask << 24) | c] = len(cost_dur)
+            cost_dur.append(lc.duration), cost_pipes.append(tuple(lc.busy.items())), cost_hits.append(sum(hits))
+            cost_tail.append(max(0, lc.duration - lc.read_end)), cost_lead.append(lc.lead)
+            # bytes through HBM: the reads that miss L2 and every write
+            miss = sum(b for b, h in zip(cls_rb[c], hits) if not h) + sum(cls_wb[c])
+            cost_hbm.append(miss / hbm_bw if hbm_bw else 0.0)
             return got
 
         # ---- records -----------------------------------------------------------------------------
@@ -277,7 +351,21 @@ class _Sim:
             this core, when task k was waiting in its pending slot since ``known``: k's loads
             overlap prev's tail (double buffering across tiles)."""
             nonlocal sq
-            cid = cost(k)
+            # its reads, in L2 (the cost row follows from the class and which reads hit)
+            c_k = cls[k]
+            nr = cls_nr[c_k]
+            if nr == 1:
+                mask = 1 if touch(rline[rptr[k]], cls_rb[c_k][0]) else 0
+            elif nr:
+                r0, rb = rptr[k], cls_rb[c_k]
+                mask = 0
+                for j in range(nr):
+                    mask += mask + touch(rline[r0 + j], rb[j])
+            else:
+                mask = 0
+            cid = cost_of.get((mask << 24) | c_k)
+            if cid is None:
+                cid = new_cost(c_k, mask, nr)
             dur = cost_dur[cid]
             t_in = t
             if prev >= 0:
@@ -326,6 +414,7 @@ class _Sim:
             queues[ty].append(k)
 
         rot = [0]
+        turns = [[(r + i) % nth for i in range(nth)] for r in range(nth)]  # the threads from thread r on
 
         def wake_all(t):
             nonlocal sq
@@ -337,7 +426,8 @@ class _Sim:
             # free at once the turn rotates (else thread 0 would win every tie and pay every
             # dispatch and completion of a dependency chain alone)
             rot[0] = r = (rot[0] + 1) % nth
-            order = sorted(range(nth), key=lambda th: (thread_free[th], (th - r) % nth)) if nth > 1 else (0,)
+            # by (free time, turn): a stable sort by free time of the threads in turn order
+            order = sorted(turns[r], key=thread_free.__getitem__) if nth > 1 else (0,)
             for th in order:
                 T = wake_t[th]
                 if T is not None:
@@ -592,12 +682,14 @@ class _Sim:
         if finished != n:
             raise KernelRuntimeError("internal: the timing simulation stopped with unfinished tasks",
                                      got=f"{finished} of {n} finished")
-        reads, hits = counters
+        # every task's reads went through L2 once (when it started): the hits are its cost rows'
+        reads = int(np.asarray(cls_nr, dtype=np.int64)[tasks.cls].sum()) if n else 0
+        hits = int(np.asarray(cost_hits, dtype=np.int64)[ev_cost_np].sum()) if n else 0
         extra = {"dispatches_per_thread": list(dispatches), "l2_hit_rate": (hits / reads) if reads else 0.0,
                  "control_wait_cycles": wait_cycles}
         del ev_start, ev_end, ev_core, ev_thread, ev_cost  # release the views before handing the arrays on
-        timeline = self._timeline(done, ev_start_np, ev_end_np, ev_core_np, ev_thread_np, ev_cost_np, cost_pipes,
-                                  cost_hits, core_names, core_thread, (comp_start, comp_end),
+        timeline = self._timeline(done, ev_start_np, ev_end_np, ev_core_np, ev_thread_np, ev_cost_np, list(cost_pipes),
+                                  list(cost_hits), core_names, core_thread, (comp_start, comp_end),
                                   (sp_thread, sp_name, sp_start, sp_end, sp_arg, sp_at), dt_lo, dt_hi, extra)
         del why_ready, why_by, why_disp
         timeline.events.why = {"ready": why_ready_np, "by": why_by_np, "dispatched": why_disp_np}  # start reasons

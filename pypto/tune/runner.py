@@ -164,6 +164,20 @@ class DaskRunner:
         self._own = []
 
 
+class _Fitter:
+    """`Evaluator.fit` for the sweep's driver, its Evaluator made on first use (a cluster sweep
+    traces each new tile configuration here once; an in-process sweep shares its runner's)."""
+
+    def __init__(self, kernel, space, seed, baseline):
+        self.args, self.evaluator = (kernel, space, seed, baseline), None
+
+    def __call__(self, config):
+        if self.evaluator is None:
+            kernel, space, seed, baseline = self.args
+            self.evaluator = Evaluator(kernel, space, seed, baseline=baseline)
+        return self.evaluator.fit(config)
+
+
 def _finish(record, strategy, results, on_trial) -> None:
     strategy.tell(record)
     results.add(record)
@@ -186,16 +200,21 @@ class _Pruned:
     (a tile that does not fit is one failed trial, not one per runtime option combination). The
     inner strategy is told they failed, so a sampler learns; they are not trials."""
 
-    def __init__(self, inner, space: Space, finished=()):
+    def __init__(self, inner, space: Space, finished=(), fit=None):
         self.inner, self.space = inner, space
         self.pruned = 0
         self._peeked = None
         self.bad_parts: set = set()
+        # fit(config) -> None or why its tiles cannot fit (`Evaluator.fit`): asked once per
+        # compile-affecting part here, before the first trial of it is sent anywhere, so a tile
+        # that cannot fit is one failed trial even when many of its runtime combinations would
+        # be in flight at once on a cluster
+        self.fit, self._fit_checked = fit, set()
         for r in finished:
             self._learn(r)
 
     def _learn(self, record) -> None:
-        if record.status == MISMATCH or record.extra.get("stage") == "compile":
+        if record.status == MISMATCH or record.extra.get("stage") in ("compile", "fit"):
             self.bad_parts.add(config_key(compile_part(record.config)))
 
     def peek(self):
@@ -215,8 +234,13 @@ class _Pruned:
             config = self.inner.ask()
             if config is None:
                 return None
-            bad = config_key(compile_part(config)) in self.bad_parts
+            part = config_key(compile_part(config))
+            bad = part in self.bad_parts
             if not bad and self.space.allows(config):
+                if self.fit is not None and part not in self._fit_checked:
+                    self._fit_checked.add(part)
+                    if self.fit(config) is not None:
+                        self.bad_parts.add(part)  # this trial records why; the others of it never run
                 return config
             self.pruned += 0 if bad else 1
             self.inner.tell(TrialRecord(-1, config, status=FAILED, error="pruned"))
@@ -263,8 +287,9 @@ def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, s
     journal, stored = Journal.open(store, key) if store else (None, [])
     results = Results([TrialRecord.from_dict(d) for d in stored], name, space.to_dict(), store, journal)
     try:
+        fitter = _Fitter(kernel, space, seed, baseline)
         chosen = _Pruned(make_strategy(strategy, space, seed, finished=list(results.records), budget=budget),
-                         space, results.records)
+                         space, results.records, fit=fitter)
         if runner == "dask" and ((budget is not None and len(results) >= budget) or chosen.peek() is None):
             results.pruned = chosen.pruned  # a finished sweep resumed: no cluster to start for it
             return results
@@ -275,6 +300,7 @@ def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, s
                                 baseline=baseline)
         else:
             engine = InProcessRunner(kernel, space, seed, baseline)
+            fitter.evaluator = engine.evaluator  # its fit estimates serve its trials too
         try:
             engine.check()
             deadline = time.monotonic() + seconds if seconds is not None else None

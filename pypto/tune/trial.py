@@ -15,6 +15,7 @@ point results that differ in their last bits (another tile shape sums in another
 
 from __future__ import annotations
 
+import functools
 import socket
 import sys
 import time
@@ -87,6 +88,8 @@ class _Version:
     numbers_match: bool | None = None
     check_seconds: float = 0.0
     error: str = ""
+    stage: str = "compile"  # where a failed version failed: "fit" (its tiles cannot fit), "compile"
+    detail: dict = field(default_factory=dict)  # of a version that does not fit: `fit.Overflow.to_dict`
 
 
 class Evaluator:
@@ -110,6 +113,8 @@ class Evaluator:
         self._versions: OrderedDict = OrderedDict()  # (compile part, call) -> _Version
         self._reference: dict = {}  # call -> (written argument indices, their values, returned)
         self._inputs: dict = {}  # call -> the seeded arguments, never passed to a kernel
+        self._config_parts: dict = {}  # configuration items -> `_parts`
+        self._fits: dict = {}  # compile key -> None (fits, as far as the estimate can tell) or an Overflow
 
     # ---- inputs and the reference ------------------------------------------------------------------
     def inputs(self, call: int) -> list:
@@ -142,14 +147,20 @@ class Evaluator:
             out.append(shape)
         return out
 
+    def _arg_specs(self, call: int) -> list:
+        """(shape, torch dtype) of each tensor argument of call shape ``call``."""
+        out = []
+        for spec, shape in zip(self.signature.tensors, self._shapes_of(call)):
+            dtype = spec.dtype or dtype_named(spec.param, self.space.dtypes.get(spec.param, "fp32"))
+            out.append((shape, dtype.torch()))
+        return out
+
     def _make_inputs(self, call: int) -> list:
         import torch
 
         g = torch.Generator().manual_seed(self.seed + call)
         args = []
-        for spec, shape in zip(self.signature.tensors, self._shapes_of(call)):
-            dtype = spec.dtype or dtype_named(spec.param, self.space.dtypes.get(spec.param, "fp32"))
-            tdt = dtype.torch()
+        for shape, tdt in self._arg_specs(call):
             if tdt.is_floating_point:
                 t = torch.randn(shape, generator=g).to(tdt)
             elif tdt == torch.bool:
@@ -197,18 +208,73 @@ class Evaluator:
                 self.kernel.cache_clear()
 
     # ---- compiled versions ---------------------------------------------------------------------
+    def _parts(self, config: dict) -> tuple:
+        """(key of the compile-affecting part, validated runtime options) of ``config``, worked
+        out once per configuration (a sweep asks again for every call shape and every trial)."""
+        try:
+            memo = tuple(config.items())
+            got = self._config_parts.get(memo)
+        except TypeError:  # an unhashable value (a list): work it out each time
+            memo, got = None, None
+        if got is None:
+            got = (config_key(compile_part(config)), _runtime_options(config))
+            if memo is not None:
+                if len(self._config_parts) >= 100_000:
+                    self._config_parts.clear()
+                self._config_parts[memo] = got
+        return got
+
     def version(self, config: dict, call: int) -> tuple[_Version, bool]:
         """The compiled version for ``config``'s compile-affecting values on call ``call``, and
         whether it was compiled now."""
-        key = (config_key(compile_part(config)), call)
+        key = (self._parts(config)[0], call)
         v = self._versions.get(key)
         if v is not None:
             self._versions.move_to_end(key)
             return v, False
-        v = self._versions[key] = self._compile(config, call)
+        unfit = self.fit(config)
+        if unfit is not None:  # rejected before compiling: the record says which memory and op
+            v = _Version(error=str(unfit), stage="fit", detail=unfit.to_dict())
+        else:
+            v = self._compile(config, call)
+        self._versions[key] = v
         if len(self._versions) > self.max_versions:  # bounded: the least recently used goes
             self._versions.popitem(last=False)
-        return v, True
+        return v, unfit is None  # a tile rejected by the estimate compiled nothing
+
+    def fit(self, config: dict):
+        """None if ``config``'s tiles can fit the machine's local memories on every call shape as
+        far as `fit.overflow` can tell from the traced program (nothing lowered or run), else the
+        `fit.Overflow`; worked out once per compile-affecting part."""
+        key = self._parts(config)[0]
+        if key not in self._fits:
+            self._fits[key] = self._fit(config)
+        return self._fits[key]
+
+    def _fit(self, config: dict):
+        import torch
+
+        from ..options import CompStage, forced
+        from ..runtime.machine import current_machine
+        from .fit import overflow
+
+        params, runtime, passes = split(compile_part(config))
+        for call in range(len(self.space.shapes)):
+            try:
+                # tracing reads only shapes and dtypes: no data is made
+                args = [torch.empty(shape, dtype=tdt) for shape, tdt in self._arg_specs(call)]
+                with forced(runtime_options=runtime or None, pass_options=passes or None,
+                            host_options={"compile_stage": int(CompStage.TENSOR_GRAPH)}):
+                    self.kernel(*args, **params)
+                program = self.kernel.last_run.compiled.program
+            except Exception:  # noqa: BLE001 - it does not trace: the compile says why, in full
+                return None
+            finally:
+                self.kernel.cache_clear()
+            got = overflow(program, current_machine())
+            if got is not None:
+                return got
+        return None
 
     def _compile(self, config: dict, call: int) -> _Version:
         from ..options import forced
@@ -253,7 +319,7 @@ class Evaluator:
         util_c, util_v, l2 = [], [], []
         match = True
         try:
-            runtime = _runtime_options(config)
+            runtime = self._parts(config)[1]
             for call in range(len(self.space.shapes)):
                 v, new = self.version(config, call)
                 rec.compiled = rec.compiled or new
@@ -272,7 +338,9 @@ class Evaluator:
                 match = match and bool(v.numbers_match)
         except _TrialFailed as e:
             rec.status, rec.error = FAILED, str(e)
-            rec.extra["stage"] = "compile"  # the compiled version failed: every trial of it would
+            rec.extra["stage"] = e.stage  # the compiled version failed: every trial of it would
+            if e.detail:
+                rec.extra["fit"] = dict(e.detail)
         except Exception as e:  # noqa: BLE001 - an invalid combination is recorded, not fatal
             rec.status, rec.error = FAILED, _error_text(e)
         else:
@@ -289,11 +357,13 @@ class Evaluator:
 
     def timeline(self, config: dict, call: int = 0):
         """The simulated Timeline of ``config`` on call shape ``call`` (for the lab)."""
-        return _simulated(self.version(config, call)[0], _runtime_options(config))
+        return _simulated(self.version(config, call)[0], self._parts(config)[1])
 
 
 class _TrialFailed(Exception):
-    pass
+    def __init__(self, message: str, stage: str = "compile", detail: dict | None = None):
+        super().__init__(message)
+        self.stage, self.detail = stage, detail or {}
 
 
 class BaselineError(OptionError):
@@ -336,7 +406,7 @@ def _returned(result, args) -> list:
 def _simulated(v: _Version, runtime: dict):
     """The Timeline of version ``v`` under its compile's runtime options updated by ``runtime``."""
     if v.error:
-        raise _TrialFailed(v.error)
+        raise _TrialFailed(v.error, v.stage, v.detail)
     return v.replayer.simulate({**v.runtime, **runtime}, v.machine)
 
 
@@ -400,4 +470,9 @@ def _worker_name() -> str:
             return distributed.get_worker().address
         except ValueError:  # not inside a Dask worker
             pass
+    return _local_name()
+
+
+@functools.lru_cache(maxsize=1)
+def _local_name() -> str:
     return f"{socket.gethostname()}:local"

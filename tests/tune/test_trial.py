@@ -52,10 +52,10 @@ def test_invalid_candidates_are_recorded_and_skipped():
     results = tune.sweep(exp_rows, space, runner="inprocess")
     failed = results.failed
     assert [r.config["TILE"] for r in failed] == [2048]  # once, not once per option combination
-    assert all(r.status == "failed" and "BufferOverflowError" in r.error and "UB" in r.error for r in failed)
+    assert all(r.status == "failed" and r.error.startswith("does not fit") and "UB" in r.error for r in failed)
     assert [r.config["TILE"] for r in results.ok] == [32, 32]
     assert results.best.config["TILE"] == 32
-    assert results.evaluator.compiles == 2  # the failed version is not compiled again for mode 1
+    assert results.evaluator.compiles == 1  # the tile that cannot fit is never compiled (tests/tune/test_fit.py)
     assert len(results) == 3
 
 

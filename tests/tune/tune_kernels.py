@@ -29,3 +29,13 @@ def first_rows(x: ROWS, out: ROWS, TILE: int, STEP: int):
     for b in pypto.loop(pypto.ceildiv(x.shape[0], TILE * STEP)):
         r = slice(b * TILE, (b + 1) * TILE)
         out[r, :] = pypto.exp(x[r, :]) + 1.0
+
+
+MAT = pypto.Tensor([256, 256], pypto.DT_FP32)
+
+
+@pypto.jit
+def mm_tiles(a: MAT, b: MAT, out: MAT, M0: int = 64, K0: int = 64, N0: int = 64):
+    """out = a @ b with cube tiles of M0 x K0 x N0 (L0 and L1 alike)."""
+    pypto.set_cube_tile_shapes([M0, M0], [K0, K0], [N0, N0])
+    out[:] = pypto.matmul(a, b, pypto.DT_FP32)
