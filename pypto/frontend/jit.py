@@ -29,11 +29,11 @@ from ..errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, Ba
                       PyptoError, SourceLoc, user_loc)
 from ..ir.dot_lower import tensor_dot
 from ..ir.printer import format_program
-from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord
+from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord, call_log_entry
 from ..passes.dump import dump_compiled
 from ..passes.pipeline import lower
 from ..runtime.argument_overlap import refuse_written_overlaps
-from ..runtime.execute import LoweredExecutor
+from ..runtime.execute import DECLINED, LoweredExecutor
 from ..runtime.workspace_budget import DEFAULT_BYTES as DEFAULT_WORKSPACE_BYTES, WorkspaceBudget, check_budget
 from ..runtime.verify import verify
 from .checks import check_source
@@ -178,6 +178,11 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
     def __call__(self, *args, **kwargs):
         before = self.last_run
         try:
+            fast = self._fast
+            if fast is not None and fast[10] and not kwargs:  # the cached call (see _lean_call)
+                result = self._lean_call(fast, args)
+                if result is not DECLINED:
+                    return result
             result, npu = self._call(args, kwargs)
         except PyptoError as e:
             self._refused(e, before)
@@ -273,6 +278,50 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             return results[0], record[3]
         return (tuple(results) if compiled.returns == "tuple" else list(results)), record[3]
 
+    def _lean_call(self, fast, args):
+        """A cached call of the version the last call used, with sizes it has a plan for: bind
+        (the generated binder), replay the plan's steps (one generated function, runtime/replay.py)
+        and record the call; its timeline and memory are built when read. `DECLINED` when any of
+        that does not apply (nothing done): the full path takes the call."""
+        t0 = time.perf_counter()
+        if self._live_runtime is not None:
+            self._check_runtime_dict()
+            if self._fast is not fast:
+                return DECLINED
+        bound = _fast_bind(self, fast, args)
+        if bound is None:
+            return DECLINED
+        tensors, env = bound
+        entry, record = fast[1], fast[9]
+        compiled, opts = entry.compiled, record[1]
+        sizes = tuple(env.values())
+        t1 = time.perf_counter()
+        try:
+            results = compiled.executor.replay(tensors, sizes, opts)
+        except BaseException as e:  # an error or an interrupt mid-run: not a hit, and last_run says so
+            self.last_run = RunRecord(True, 0.0, time.perf_counter() - t1, entry.key, compiled, error=_stopped_by(e))
+            raise
+        if results is DECLINED:
+            return DECLINED
+        entry.hits += 1
+        self._hits += 1
+        served = entry.served
+        served[sizes] = served.get(sizes, 0) + 1
+        t2 = time.perf_counter()
+        self.last_run = RunRecord(True, 0.0, t2 - t1, entry.key, compiled, None,
+                                  _simulator(compiled, opts, fast[11]))
+        self.call_log.append(call_log_entry(True, entry.key, None, t2 - t0))
+        if _artefacts.device_perf_requested():  # DUMP_DEVICE_PERF (read at every call, as upstream)
+            _artefacts.after_call(self.last_run, None, True)
+        for listener in _CALL_LISTENERS:
+            listener(self)
+        returns = compiled.returns
+        if results is None or returns is None:
+            return None
+        if returns == "tensor":
+            return results[0]
+        return tuple(results) if returns == "tuple" else list(results)
+
     def _remember(self, entry, record) -> None:
         """Make ``entry`` the version the next call tries first (launcher.py)."""
         binder = entry.__dict__.get("_binder")
@@ -286,9 +335,14 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         # the version of the options this call resolved (not re-read: another thread may have
         # changed the global settings since, and then the next call must look up again); the
         # scope stack's gen covers scoped tiles and machine, so only the process-wide ones are kept
+        opts = record[1]
+        # the lean call serves versions that run plainly: no NPU stand-in, no files, not compile-only,
+        # no pass verify (each of those keeps the full path)
+        lean = not (record[3] or record[4] is not None or record[5] or opts.get("verify", "enable_pass_verify"))
         self._fast = (binder, entry, record[0], _global_tiles["vec"], _global_tiles["cube"],
                       _process_machine["machine"], tuple(_freeze(g.get(n)) for n in self._guard_names),
-                      _closure_key(self.fn), _backend.npu_stand_in(), record)
+                      _closure_key(self.fn), _backend.npu_stand_in(), record, lean, current_machine(),
+                      tuple(g.get(n) for n in self._guard_names))
 
     def _evicted(self, entry) -> None:
         """A version left the cache to make room: the next call must not reuse it."""
@@ -526,7 +580,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
 
 def _fast_bind(kernel, fast, args):
     """(tensors, env) when this call can reuse the version ``fast`` remembers as is, else None."""
-    binder, _, (version, gen), vec, cube, machine, guards, closure, stand_in, _ = fast
+    binder, _, (version, gen), vec, cube, machine, guards, closure, stand_in = fast[:9]
     # a scope entered or changed in this thread / task gives its stack a new gen (scopes.py)
     if version != _options._version or _scopes._current.get().gen != gen \
             or _global_tiles["vec"] is not vec or _global_tiles["cube"] is not cube \
@@ -534,8 +588,12 @@ def _fast_bind(kernel, fast, args):
         return None
     if guards:
         g = kernel.fn.__globals__
-        if tuple(_freeze(g.get(n)) for n in kernel._guard_names) != guards:
-            return None
+        seen = fast[12]  # the very values the version saw: equal when every one is still there
+        for n, v in zip(kernel._guard_names, seen):
+            if g.get(n) is not v:
+                if tuple(_freeze(g.get(n)) for n in kernel._guard_names) != guards:
+                    return None
+                break
     if closure and _closure_key(kernel.fn) != closure:
         return None
     try:
@@ -569,27 +627,30 @@ def compile_only(opts) -> bool:
     return opts.get("host", "compile_stage") != _options.CompStage.ALL_COMPLETE
 
 
-def _simulator(compiled, opts):
-    """A closure that simulates the timing of the call just made (run only when asked for)."""
+def _simulator(compiled, opts, ran_on=None):
+    """What simulates the timing of the call just made, run only when asked for: a partial of
+    `_simulate` over this call's stream (``ran_on``: the machine of the call, when the caller knows
+    it; not the machine of the moment the timeline is read)."""
     executor = compiled.executor
     stream = getattr(executor, "last_stream", None)
     if stream is None:
         return None
-    ran_on = current_machine()  # the machine of the call, not of the moment the timeline is read
-    same = getattr(executor, "last_same", ())
+    return functools.partial(_simulate, compiled, opts, stream, ran_on or current_machine(),
+                             getattr(executor, "last_same", ()))
 
-    def simulate(overrides=None, machine=None):
-        from ..runtime.machine import machine_model
-        from ..runtime.scheduler import simulate as run_sim
-        from ..runtime.tasks import aliased_keys
 
-        rt = opts.runtime()
-        if overrides:
-            rt.update(_options.validate_group("runtime", overrides, param="runtime_options"))
-        return run_sim(compiled.lowered, stream, rt, machine_model(machine) if machine else ran_on,
-                       aliased_keys(compiled.lowered.memory_key, same))
+def _simulate(compiled, opts, stream, ran_on, same, overrides=None, machine=None):
+    """The timeline of one call (its ``stream``) under its options, ``overrides`` of the runtime
+    options and ``machine`` (a model or its name; default: the machine it ran on)."""
+    from ..runtime.machine import machine_model
+    from ..runtime.scheduler import simulate as run_sim
+    from ..runtime.tasks import aliased_keys
 
-    return simulate
+    rt = opts.runtime()
+    if overrides:
+        rt.update(_options.validate_group("runtime", overrides, param="runtime_options"))
+    return run_sim(compiled.lowered, stream, rt, machine_model(machine) if machine else ran_on,
+                   aliased_keys(compiled.lowered.memory_key, same))
 
 
 def _option_values(ckey_id) -> dict:
