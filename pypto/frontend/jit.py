@@ -170,13 +170,36 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         self._opts = (-1, None, None, False, None, False)
         self._fast = None  # (binder, entry, ...) of the version the last call used (launcher.py)
         self.call_log: collections.deque = collections.deque(maxlen=256)
-        self.last_run: RunRecord | None = None
+        # the last call's RunRecord, or what a lean call leaves for it (a tuple, see last_run)
+        self._run: RunRecord | tuple | None = None
+        self._made = None  # (that tuple, the RunRecord made of it)
         functools.update_wrapper(self, fn)
         _LIVE_KERNELS.add(self)
 
+    @property
+    def last_run(self) -> RunRecord | None:
+        """What the last call did (`RunRecord`): cache hit, seconds, its timeline (simulated when
+        first read), the pass-verify report, the error that stopped it."""
+        run = self._run
+        if run.__class__ is not tuple:
+            return run
+        made = self._made
+        if made is not None and made[0] is run:
+            return made[1]
+        seconds, key, compiled, opts, stream, machine = run  # a lean call's: made now, once
+        record = RunRecord(True, 0.0, seconds, key, compiled, None,
+                           functools.partial(_simulate, compiled, opts, stream, machine, ())
+                           if stream is not None else None)
+        self._made = (run, record)
+        return record
+
+    @last_run.setter
+    def last_run(self, record: RunRecord | None) -> None:
+        self._run = record
+
     # ---- the call path -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        before = self.last_run
+        before = self._run
         try:
             fast = self._fast
             if fast is not None and fast[10] and not kwargs:  # the cached call (see _lean_call)
@@ -198,7 +221,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
     _refusal = None  # (what refused the last call, the last_run it left in place)
 
     def _refused(self, error, before) -> None:
-        if self.last_run is before:  # refused before running: last_run is still the call before
+        if self._run is before:  # refused before running: last_run is still the call before
             self._refusal = (_stopped_by(error), before)
 
     @property
@@ -206,7 +229,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         """What refused this kernel's last call (``"ShapeError: ..."``) when it failed before
         running, so that ``last_run`` still describes the call before it; None otherwise."""
         got = self._refusal
-        return got[0] if got is not None and got[1] is self.last_run else None
+        return got[0] if got is not None and got[1] is self._run else None
 
     def _call(self, args, kwargs):
         # Threads may call one kernel at once: read each shared slot (_fast, _opts) once, into locals.
@@ -308,8 +331,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         served = entry.served
         served[sizes] = served.get(sizes, 0) + 1
         t2 = time.perf_counter()
-        self.last_run = RunRecord(True, 0.0, t2 - t1, entry.key, compiled, None,
-                                  _simulator(compiled, opts, fast[11]))
+        self._run = (t2 - t1, entry.key, compiled, opts, compiled.executor.last_stream, fast[11])
         self.call_log.append(call_log_entry(True, entry.key, None, t2 - t0))
         if _artefacts.device_perf_requested():  # DUMP_DEVICE_PERF (read at every call, as upstream)
             _artefacts.after_call(self.last_run, None, True)
@@ -580,12 +602,13 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
 
 def _fast_bind(kernel, fast, args):
     """(tensors, env) when this call can reuse the version ``fast`` remembers as is, else None."""
-    binder, _, (version, gen), vec, cube, machine, guards, closure, stand_in = fast[:9]
+    version, gen = fast[2]
     # a scope entered or changed in this thread / task gives its stack a new gen (scopes.py)
     if version != _options._version or _scopes._current.get().gen != gen \
-            or _global_tiles["vec"] is not vec or _global_tiles["cube"] is not cube \
-            or _process_machine["machine"] is not machine or _backend.npu_stand_in() is not stand_in:
+            or _global_tiles["vec"] is not fast[3] or _global_tiles["cube"] is not fast[4] \
+            or _process_machine["machine"] is not fast[5] or _backend.npu_stand_in() is not fast[8]:
         return None
+    guards, closure = fast[6], fast[7]
     if guards:
         g = kernel.fn.__globals__
         seen = fast[12]  # the very values the version saw: equal when every one is still there
@@ -597,7 +620,7 @@ def _fast_bind(kernel, fast, args):
     if closure and _closure_key(kernel.fn) != closure:
         return None
     try:
-        return binder(args)
+        return fast[0](args)
     except RuntimeError:  # a tensor torch cannot answer is_contiguous() for (sparse): the full path says why
         return None
 

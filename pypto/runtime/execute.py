@@ -12,7 +12,6 @@ the read sees the values the program wrote.
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from collections import OrderedDict
@@ -61,16 +60,16 @@ class CallPlan:
         self.replay = None
         self.runs = 0
 
-    def run_steps(self, work, scratch, direct: bool) -> None:
-        """Run the steps on ``work`` (the caller's tensors, then the workspaces)."""
+    def run_steps(self, work, scratch, direct: bool, views=None, shares=None) -> None:
+        """Run the steps on ``work`` (the caller's tensors, then the workspaces); ``views``: what
+        ``self.replay.views`` gave for them (the cached call asks first)."""
         replay = self.replay
         if replay is not None and direct:
-            replay(work, scratch)
+            replay(work, views if views is not None else replay.views(work, False), scratch)
             return
         self.runs += 1
-        if self.runs == 2 and direct:
-            # too many steps to be worth generating: the interpreter, called the same way
-            self.replay = compile_replay(self.steps) or functools.partial(run_steps, self.steps)
+        if self.runs == 2 and direct:  # (None for a plan of too many steps: it keeps the interpreter)
+            self.replay = compile_replay(self.steps, self.layout.n_params, shares)
         run_steps(self.steps, work, scratch, direct=direct)
 
     def offer(self, slabs, scratch) -> list:
@@ -130,7 +129,8 @@ class LoweredExecutor:
         self.reads_elements = _reads_elements(lowered)
         self.symbol_defaults = dict.fromkeys(unbound_symbols(lowered.program), 0)
         self._plans: OrderedDict = OrderedDict()
-        self._knobs = (object(), None, None, None)
+        self._viewing = None  # the plan whose replay keeps views of the last call's tensors
+        self._knobs = (object(), None, None, None, None)
         # sizes the program assumes equal, checked before anything runs (ir/guards.py)
         self.check_sizes = checker(lowered.program.guards, lowered.program.symbols)
         # calls whose control flow, addresses or size guards read elements walk the program each time
@@ -185,8 +185,9 @@ class LoweredExecutor:
                          bool(options.get("debug", "serial_execution")))
             else:
                 knobs = (None, self.max_roots, self.vso, False)
+            knobs += (knobs[1:3] + (False, ()),)  # a direct call's plan key, before the sizes
             self._knobs = knobs
-        _, max_roots, vso, serial = knobs
+        _, max_roots, vso, serial, _ = knobs
         tensors, same, overlap = separate_overlaps(self.lowered, tensors)  # inputs as before any write
         serial = serial or overlap
         if self.reads_elements:
@@ -214,33 +215,47 @@ class LoweredExecutor:
         knobs = self._knobs
         if knobs[0] is not options or knobs[3] or self._walks_each_call:
             return DECLINED
-        shared = self._shares_written
-        if shared is not None and shared(tensors):
-            return DECLINED
-        key = (knobs[1], knobs[2], False, (), *sizes)
+        key = knobs[4] + sizes
         plan = self._plans.get(key)
         if plan is None:
             return DECLINED
+        replay = plan.replay
+        if replay is not None:  # views of these tensors kept, or made now if no written one shares memory
+            views = replay.views(tensors, True)
+            if views is None:
+                return DECLINED
+        else:
+            shared = self._shares_written
+            if shared is not None and shared(tensors):
+                return DECLINED
+            views = None
         try:
             self._plans.move_to_end(key)
         except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
             pass
-        return self._execute(plan, tensors, (), True, options)
+        return self._execute(plan, tensors, (), True, options, views)
 
-    def _execute(self, plan, tensors, same, direct, options):
+    def _execute(self, plan, tensors, same, direct, options, views=None):
         taken, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
         slabs, scratch = taken if taken is not None else (None, None)
         layout = plan.layout
         if slabs is None:
             if layout.slabs:  # a fresh workspace: within the memory budget (memory_budget.py) before allocating
                 require_fits(layout.nbytes, "the workspace of this call", options)
-            slabs = layout.allocate()
+                slabs = layout.allocate()
+            else:
+                slabs = []
         elif slabs:
             layout.refill(slabs)
         if scratch is None:
             scratch = [{} for _ in plan.steps]
         work = tensors + slabs if slabs else list(tensors)
-        plan.run_steps(work, scratch, direct)
+        viewing = self._viewing
+        if viewing is not plan:  # the views kept of the caller's tensors: the last plan's only
+            if viewing is not None and viewing.replay is not None:
+                viewing.replay.forget()
+            self._viewing = plan
+        plan.run_steps(work, scratch, direct, views, self._shares_written)
         if slabs or any(scratch):
             self.budget.keep(plan, plan.offer(slabs, scratch))
         else:  # nothing to keep: the next call takes the same (empty) scratch, no bytes counted
