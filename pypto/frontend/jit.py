@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import collections
 import copy
-import contextlib
 import functools
-import gc
 import inspect
 import sys
-import threading
 import time
 import weakref
 from typing import Callable
@@ -33,6 +30,7 @@ from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSn
 from ..passes.dump import dump_compiled
 from ..passes.pipeline import lower
 from ..runtime.argument_overlap import refuse_written_overlaps
+from ..runtime.collector import paused
 from ..runtime.execute import DECLINED, LoweredExecutor
 from ..runtime.workspace_budget import DEFAULT_BYTES as DEFAULT_WORKSPACE_BYTES, WorkspaceBudget, check_budget
 from ..runtime.verify import verify
@@ -496,7 +494,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         return self._sig
 
     def _compile(self, key, sig, tensors, dtypes, consts, opts) -> CacheEntry:
-        with _collector_paused():
+        with paused():
             return self._compile_now(key, sig, tensors, dtypes, consts, opts)
 
     def _compile_now(self, key, sig, tensors, dtypes, consts, opts) -> CacheEntry:
@@ -876,28 +874,4 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
         return wrap
     return wrap(dyn_func)
 
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Pause Python's cyclic garbage collector while compiling. Tracing and lowering create
-    tens of thousands of objects that all stay alive; each collection would scan them again, so
-    with the collector on, compile time grows faster than the number of ops. Reference counting
-    still frees everything as usual; only cycles wait until the collector runs again. Threads may
-    compile at once: the collector comes back when the last of them is done."""
-    with _PAUSE_LOCK:
-        if _PAUSE["depth"] == 0:
-            _PAUSE["was_enabled"] = gc.isenabled()
-            gc.disable()
-        _PAUSE["depth"] += 1
-    try:
-        yield
-    finally:
-        with _PAUSE_LOCK:
-            _PAUSE["depth"] -= 1
-            if _PAUSE["depth"] == 0 and _PAUSE["was_enabled"]:
-                gc.enable()
-
-
-_PAUSE_LOCK = threading.Lock()
-_PAUSE = {"depth": 0, "was_enabled": True}  # compiles in progress (any thread), and the state before them
 

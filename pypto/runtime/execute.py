@@ -23,6 +23,7 @@ from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
 from ..ir.guards import checker, input_loader
 from ..ops.registry import REGISTRY
 from .argument_overlap import remap_keys, separate_overlaps, shared_memory_test
+from .collector import paused
 from .memory_budget import require_fits
 from .control import Stitcher, walk
 from .memory import Layout, Memory
@@ -195,7 +196,8 @@ class LoweredExecutor:
         key = (max_roots, vso, serial, same, *env.values())
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plan(tensors, env, max_roots, vso, serial, same)
+            with paused():  # tens of thousands of objects that stay: no collection scanning them
+                plan = self._plan(tensors, env, max_roots, vso, serial, same)
             self._plans[key] = plan
             if len(self._plans) > PLAN_CACHE_SIZE:
                 self.budget.forget(self._plans.popitem(last=False)[1])
