@@ -186,8 +186,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             return made[1]
         seconds, key, compiled, opts, stream, machine = run  # a lean call's: made now, once
         record = RunRecord(True, 0.0, seconds, key, compiled, None,
-                           functools.partial(_simulate, compiled, opts, stream, machine, ())
-                           if stream is not None else None)
+                           _simulation(compiled, opts, stream, machine, ()) if stream is not None else None)
         self._made = (run, record)
         return record
 
@@ -649,15 +648,22 @@ def compile_only(opts) -> bool:
 
 
 def _simulator(compiled, opts, ran_on=None):
-    """What simulates the timing of the call just made, run only when asked for: a partial of
-    `_simulate` over this call's stream (``ran_on``: the machine of the call, when the caller knows
-    it; not the machine of the moment the timeline is read)."""
+    """What simulates the timing of the call just made, run only when asked for: the `_simulation`
+    of this call's stream; ``ran_on`` is the machine of the call when the caller knows it (not
+    the machine of the moment the timeline is read)."""
     executor = compiled.executor
     stream = getattr(executor, "last_stream", None)
     if stream is None:
         return None
-    return functools.partial(_simulate, compiled, opts, stream, ran_on or current_machine(),
-                             getattr(executor, "last_same", ()))
+    return _simulation(compiled, opts, stream, ran_on or current_machine(), getattr(executor, "last_same", ()))
+
+
+def _simulation(compiled, opts, stream, ran_on, same):
+    """``simulate(overrides=None, machine=None)`` of one call: a closure over its ``stream`` (the
+    lab reads the call's sizes from it, pypto_lab/widgets/sweep.py)."""
+    def simulate(overrides=None, machine=None):
+        return _simulate(compiled, opts, stream, ran_on, same, overrides, machine)
+    return simulate
 
 
 def _simulate(compiled, opts, stream, ran_on, same, overrides=None, machine=None):
