@@ -257,12 +257,15 @@ class LoweredExecutor:
             if viewing is not None and viewing.replay is not None:
                 viewing.replay.forget()
             self._viewing = plan
-        plan.run_steps(work, scratch, direct, views, self._shares_written)
+        if views is not None:  # the cached call: the replay is there and the views made
+            plan.replay(work, views, scratch)
+        else:
+            plan.run_steps(work, scratch, direct, None, self._shares_written)
         if slabs or any(scratch):
             self.budget.keep(plan, plan.offer(slabs, scratch))
         else:  # nothing to keep: the next call takes the same (empty) scratch, no bytes counted
             plan.spare = (None, scratch)
-        self._ran((plan.done, plan.info), plan.stream, None, same, layout, work)
+        self._mine.call = [(plan.done, plan.info), plan.stream, None, layout, work, same]  # see _ran
         if not plan.returns:
             return None if plan.returns is None else []
         memory = self.last_memory
