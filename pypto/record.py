@@ -125,6 +125,17 @@ class CallLogEntry:
     seconds: float
 
 
+def call_log_entry(hit: bool, key: str, reason, seconds: float) -> CallLogEntry:
+    """A `CallLogEntry`, made without the frozen dataclass's per-field ``object.__setattr__`` (the
+    cached call makes one per call)."""
+    entry = _new(CallLogEntry)
+    entry.__dict__.update(hit=hit, key=key, reason=reason, seconds=seconds)
+    return entry
+
+
+_new = object.__new__
+
+
 @dataclass(frozen=True)
 class CacheInfo:
     """Like ``functools.lru_cache``'s cache_info, plus one entry per compiled version.

@@ -46,6 +46,13 @@ COST_MODEL_FOLDER = "CostModelSimulationOutput"
 SWIMLANE_FILE = "merged_swimlane.json"
 
 _emulated_npu = False
+# os.environ's own dict (encoded keys): ``os.environ`` reads and writes go through it, so looking a
+# key up there answers as ``os.environ.get`` does without decoding every call
+_ENVIRON = getattr(os.environ, "_data", None) if isinstance(getattr(os.environ, "_data", None), dict) else None
+try:
+    _PERF_KEY = os.environ.encodekey(PERF_VAR) if _ENVIRON is not None else None
+except (AttributeError, TypeError):
+    _ENVIRON = _PERF_KEY = None
 _lock = threading.Lock()
 _next_seq: dict = {}  # folder -> the seqNo of the next call's first device task
 
@@ -75,6 +82,8 @@ def wanted(resolved, explicit_sim: bool) -> Wanted | None:
 
 def device_perf_requested() -> bool:
     """Whether ``DUMP_DEVICE_PERF`` asks for device perf data (read at every call, as upstream)."""
+    if _ENVIRON is not None and _PERF_KEY not in _ENVIRON:  # the usual case, in one dict lookup
+        return False
     value = os.environ.get(PERF_VAR)
     return bool(value) and value.strip().lower() in ("true", "1", "on", "yes")
 

@@ -117,11 +117,13 @@ def _fits(x, y) -> bool:
 def _into(into, compute, ins, attrs, ev, dst, dt):
     """An op whose result is a leaf output: computed straight into ``dst`` (the output's view of its
     GM tensor) when the result has exactly its shape and dtype, else into a fresh tile as usual."""
-    if dst is not None and dst.dtype is dt and ins[0].shape == dst.shape:
-        for x in ins:  # (torch refuses out= for an operand that requires grad)
-            if x.requires_grad or not _fits(dst, x):
-                return compute(ins, attrs, ev)
-        return into(ins, attrs, ev, dst)
+    if dst is not None and dst.dtype is dt:
+        shape = dst.shape
+        if ins[0].shape == shape:
+            for x in ins:  # (torch refuses out= for an operand that requires grad)
+                if x.requires_grad or (x.shape != shape and not _fits(dst, x)):
+                    return compute(ins, attrs, ev)
+            return into(ins, attrs, ev, dst)
     return compute(ins, attrs, ev)
 
 

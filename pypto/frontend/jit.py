@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import collections
 import copy
-import contextlib
 import functools
-import gc
 import inspect
 import sys
-import threading
 import time
 import weakref
 from typing import Callable
@@ -29,11 +26,12 @@ from ..errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, Ba
                       PyptoError, SourceLoc, user_loc)
 from ..ir.dot_lower import tensor_dot
 from ..ir.printer import format_program
-from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord
+from ..record import CacheEntry, CacheInfo, CallLogEntry, CompiledKernel, PassSnapshot, RunRecord, call_log_entry
 from ..passes.dump import dump_compiled
 from ..passes.pipeline import lower
 from ..runtime.argument_overlap import refuse_written_overlaps
-from ..runtime.execute import LoweredExecutor
+from ..runtime.collector import paused
+from ..runtime.execute import DECLINED, LoweredExecutor
 from ..runtime.workspace_budget import DEFAULT_BYTES as DEFAULT_WORKSPACE_BYTES, WorkspaceBudget, check_budget
 from ..runtime.verify import verify
 from .checks import check_source
@@ -170,14 +168,41 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         self._opts = (-1, None, None, False, None, False)
         self._fast = None  # (binder, entry, ...) of the version the last call used (launcher.py)
         self.call_log: collections.deque = collections.deque(maxlen=256)
-        self.last_run: RunRecord | None = None
+        # the last call's RunRecord, or what a lean call leaves for it (a tuple, see last_run)
+        self._run: RunRecord | tuple | None = None
+        self._made = None  # (that tuple, the RunRecord made of it)
         functools.update_wrapper(self, fn)
         _LIVE_KERNELS.add(self)
 
+    @property
+    def last_run(self) -> RunRecord | None:
+        """What the last call did (`RunRecord`): cache hit, seconds, its timeline (simulated when
+        first read), the pass-verify report, the error that stopped it."""
+        run = self._run
+        if run.__class__ is not tuple:
+            return run
+        made = self._made
+        if made is not None and made[0] is run:
+            return made[1]
+        seconds, key, compiled, opts, stream, machine = run  # a lean call's: made now, once
+        record = RunRecord(True, 0.0, seconds, key, compiled, None,
+                           _simulation(compiled, opts, stream, machine, ()) if stream is not None else None)
+        self._made = (run, record)
+        return record
+
+    @last_run.setter
+    def last_run(self, record: RunRecord | None) -> None:
+        self._run = record
+
     # ---- the call path -------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        before = self.last_run
+        before = self._run
         try:
+            fast = self._fast
+            if fast is not None and fast[10] and not kwargs:  # the cached call (see _lean_call)
+                result = self._lean_call(fast, args)
+                if result is not DECLINED:
+                    return result
             result, npu = self._call(args, kwargs)
         except PyptoError as e:
             self._refused(e, before)
@@ -193,7 +218,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
     _refusal = None  # (what refused the last call, the last_run it left in place)
 
     def _refused(self, error, before) -> None:
-        if self.last_run is before:  # refused before running: last_run is still the call before
+        if self._run is before:  # refused before running: last_run is still the call before
             self._refusal = (_stopped_by(error), before)
 
     @property
@@ -201,7 +226,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         """What refused this kernel's last call (``"ShapeError: ..."``) when it failed before
         running, so that ``last_run`` still describes the call before it; None otherwise."""
         got = self._refusal
-        return got[0] if got is not None and got[1] is self.last_run else None
+        return got[0] if got is not None and got[1] is self._run else None
 
     def _call(self, args, kwargs):
         # Threads may call one kernel at once: read each shared slot (_fast, _opts) once, into locals.
@@ -273,6 +298,49 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
             return results[0], record[3]
         return (tuple(results) if compiled.returns == "tuple" else list(results)), record[3]
 
+    def _lean_call(self, fast, args):
+        """A cached call of the version the last call used, with sizes it has a plan for: bind
+        (the generated binder), replay the plan's steps (one generated function, runtime/replay.py)
+        and record the call; its timeline and memory are built when read. `DECLINED` when any of
+        that does not apply (nothing done): the full path takes the call."""
+        t0 = time.perf_counter()
+        if self._live_runtime is not None:
+            self._check_runtime_dict()
+            if self._fast is not fast:
+                return DECLINED
+        bound = _fast_bind(self, fast, args)
+        if bound is None:
+            return DECLINED
+        tensors, env = bound
+        entry, record = fast[1], fast[9]
+        compiled, opts = entry.compiled, record[1]
+        sizes = tuple(env.values())
+        t1 = time.perf_counter()
+        try:
+            results = compiled.executor.replay(tensors, sizes, opts)
+        except BaseException as e:  # an error or an interrupt mid-run: not a hit, and last_run says so
+            self.last_run = RunRecord(True, 0.0, time.perf_counter() - t1, entry.key, compiled, error=_stopped_by(e))
+            raise
+        if results is DECLINED:
+            return DECLINED
+        entry.hits += 1
+        self._hits += 1
+        served = entry.served
+        served[sizes] = served.get(sizes, 0) + 1
+        t2 = time.perf_counter()
+        self._run = (t2 - t1, entry.key, compiled, opts, compiled.executor.last_stream, fast[11])
+        self.call_log.append(call_log_entry(True, entry.key, None, t2 - t0))
+        if _artefacts.device_perf_requested():  # DUMP_DEVICE_PERF (read at every call, as upstream)
+            _artefacts.after_call(self.last_run, None, True)
+        for listener in _CALL_LISTENERS:
+            listener(self)
+        returns = compiled.returns
+        if results is None or returns is None:
+            return None
+        if returns == "tensor":
+            return results[0]
+        return tuple(results) if returns == "tuple" else list(results)
+
     def _remember(self, entry, record) -> None:
         """Make ``entry`` the version the next call tries first (launcher.py)."""
         binder = entry.__dict__.get("_binder")
@@ -286,9 +354,14 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         # the version of the options this call resolved (not re-read: another thread may have
         # changed the global settings since, and then the next call must look up again); the
         # scope stack's gen covers scoped tiles and machine, so only the process-wide ones are kept
+        opts = record[1]
+        # the lean call serves versions that run plainly: no NPU stand-in, no files, not compile-only,
+        # no pass verify (each of those keeps the full path)
+        lean = not (record[3] or record[4] is not None or record[5] or opts.get("verify", "enable_pass_verify"))
         self._fast = (binder, entry, record[0], _global_tiles["vec"], _global_tiles["cube"],
                       _process_machine["machine"], tuple(_freeze(g.get(n)) for n in self._guard_names),
-                      _closure_key(self.fn), _backend.npu_stand_in(), record)
+                      _closure_key(self.fn), _backend.npu_stand_in(), record, lean, current_machine(),
+                      tuple(g.get(n) for n in self._guard_names))
 
     def _evicted(self, entry) -> None:
         """A version left the cache to make room: the next call must not reuse it."""
@@ -420,7 +493,7 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
         return self._sig
 
     def _compile(self, key, sig, tensors, dtypes, consts, opts) -> CacheEntry:
-        with _collector_paused():
+        with paused():
             return self._compile_now(key, sig, tensors, dtypes, consts, opts)
 
     def _compile_now(self, key, sig, tensors, dtypes, consts, opts) -> CacheEntry:
@@ -526,20 +599,25 @@ class JitFunction(ExecutionSteps, metaclass=ExecuteHookType):
 
 def _fast_bind(kernel, fast, args):
     """(tensors, env) when this call can reuse the version ``fast`` remembers as is, else None."""
-    binder, _, (version, gen), vec, cube, machine, guards, closure, stand_in, _ = fast
+    version, gen = fast[2]
     # a scope entered or changed in this thread / task gives its stack a new gen (scopes.py)
     if version != _options._version or _scopes._current.get().gen != gen \
-            or _global_tiles["vec"] is not vec or _global_tiles["cube"] is not cube \
-            or _process_machine["machine"] is not machine or _backend.npu_stand_in() is not stand_in:
+            or _global_tiles["vec"] is not fast[3] or _global_tiles["cube"] is not fast[4] \
+            or _process_machine["machine"] is not fast[5] or _backend.npu_stand_in() is not fast[8]:
         return None
+    guards, closure = fast[6], fast[7]
     if guards:
         g = kernel.fn.__globals__
-        if tuple(_freeze(g.get(n)) for n in kernel._guard_names) != guards:
-            return None
+        seen = fast[12]  # the very values the version saw: equal when every one is still there
+        for n, v in zip(kernel._guard_names, seen):
+            if g.get(n) is not v:
+                if tuple(_freeze(g.get(n)) for n in kernel._guard_names) != guards:
+                    return None
+                break
     if closure and _closure_key(kernel.fn) != closure:
         return None
     try:
-        return binder(args)
+        return fast[0](args)
     except RuntimeError:  # a tensor torch cannot answer is_contiguous() for (sparse): the full path says why
         return None
 
@@ -569,27 +647,37 @@ def compile_only(opts) -> bool:
     return opts.get("host", "compile_stage") != _options.CompStage.ALL_COMPLETE
 
 
-def _simulator(compiled, opts):
-    """A closure that simulates the timing of the call just made (run only when asked for)."""
+def _simulator(compiled, opts, ran_on=None):
+    """What simulates the timing of the call just made, run only when asked for: the `_simulation`
+    of this call's stream; ``ran_on`` is the machine of the call when the caller knows it (not
+    the machine of the moment the timeline is read)."""
     executor = compiled.executor
     stream = getattr(executor, "last_stream", None)
     if stream is None:
         return None
-    ran_on = current_machine()  # the machine of the call, not of the moment the timeline is read
-    same = getattr(executor, "last_same", ())
+    return _simulation(compiled, opts, stream, ran_on or current_machine(), getattr(executor, "last_same", ()))
 
+
+def _simulation(compiled, opts, stream, ran_on, same):
+    """``simulate(overrides=None, machine=None)`` of one call: a closure over its ``stream`` (the
+    lab reads the call's sizes from it, pypto_lab/widgets/sweep.py)."""
     def simulate(overrides=None, machine=None):
-        from ..runtime.machine import machine_model
-        from ..runtime.scheduler import simulate as run_sim
-        from ..runtime.tasks import aliased_keys
-
-        rt = opts.runtime()
-        if overrides:
-            rt.update(_options.validate_group("runtime", overrides, param="runtime_options"))
-        return run_sim(compiled.lowered, stream, rt, machine_model(machine) if machine else ran_on,
-                       aliased_keys(compiled.lowered.memory_key, same))
-
+        return _simulate(compiled, opts, stream, ran_on, same, overrides, machine)
     return simulate
+
+
+def _simulate(compiled, opts, stream, ran_on, same, overrides=None, machine=None):
+    """The timeline of one call (its ``stream``) under its options, ``overrides`` of the runtime
+    options and ``machine`` (a model or its name; default: the machine it ran on)."""
+    from ..runtime.machine import machine_model
+    from ..runtime.scheduler import simulate as run_sim
+    from ..runtime.tasks import aliased_keys
+
+    rt = opts.runtime()
+    if overrides:
+        rt.update(_options.validate_group("runtime", overrides, param="runtime_options"))
+    return run_sim(compiled.lowered, stream, rt, machine_model(machine) if machine else ran_on,
+                   aliased_keys(compiled.lowered.memory_key, same))
 
 
 def _option_values(ckey_id) -> dict:
@@ -792,28 +880,4 @@ def jit(dyn_func=None, *, codegen_options=None, host_options=None, pass_options=
         return wrap
     return wrap(dyn_func)
 
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Pause Python's cyclic garbage collector while compiling. Tracing and lowering create
-    tens of thousands of objects that all stay alive; each collection would scan them again, so
-    with the collector on, compile time grows faster than the number of ops. Reference counting
-    still frees everything as usual; only cycles wait until the collector runs again. Threads may
-    compile at once: the collector comes back when the last of them is done."""
-    with _PAUSE_LOCK:
-        if _PAUSE["depth"] == 0:
-            _PAUSE["was_enabled"] = gc.isenabled()
-            gc.disable()
-        _PAUSE["depth"] += 1
-    try:
-        yield
-    finally:
-        with _PAUSE_LOCK:
-            _PAUSE["depth"] -= 1
-            if _PAUSE["depth"] == 0 and _PAUSE["was_enabled"]:
-                gc.enable()
-
-
-_PAUSE_LOCK = threading.Lock()
-_PAUSE = {"depth": 0, "was_enabled": True}  # compiles in progress (any thread), and the state before them
 

@@ -46,6 +46,10 @@ def make_binder(sig, tensor_key, consts: dict, written: frozenset = frozenset())
             lines.append(f"    if {t}.requires_grad or {t}.is_inference(): return None")
         else:  # the full path runs on a detached view (no autograd graph in the run)
             lines.append(f"    if {t}.requires_grad: return None")
+        if all(size != -1 for size in dims):  # every size fixed: one comparison of the torch.Size
+            glob[f"SH{i}"] = tuple(dims)
+            lines.append(f"    if {t}.shape != SH{i}: return None")
+            continue
         lines.append(f"    s{i} = {t}.shape")
         checks = [f"len(s{i}) != {rank}"]
         for d, size in enumerate(dims):

@@ -145,3 +145,23 @@ def remap_keys(tasks, same) -> None:
         if t.alias is not None:  # the memory an operand lives in, and its dependency region
             t.alias = tuple(None if e is None else (to.get(e[0], e[0]), e[1], to.get(e[2], e[2]), *e[3:])
                             for e in t.alias)
+
+
+def shared_memory_test(lowered):
+    """``shares(tensors) -> bool`` for the cached call: does some written parameter's tensor share
+    a storage with another argument's? When it does not, `separate_overlaps` changes nothing
+    (``(tensors, (), False)``) and the call may skip it; None when no parameter is written. The
+    test is generated for the kernel's parameters: one storage pointer per argument and one
+    comparison per pair that holds a written parameter."""
+    params = lowered.program.params
+    written = [i for i, p in enumerate(params) if p.value.id in lowered.written_params]
+    if not written or len(params) < 2:
+        return None
+    pairs = sorted({(min(i, j), max(i, j)) for j in written for i in range(len(params)) if i != j})
+    used = sorted({k for pair in pairs for k in pair})
+    lines = ["def shares(T):"]
+    lines += [f"    s{k} = T[{k}].untyped_storage().data_ptr()" for k in used]
+    lines.append(f"    return {' or '.join(f's{i} == s{j}' for i, j in pairs)}")
+    namespace: dict = {}
+    exec(compile("\n".join(lines) + "\n", "<pypto shared memory>", "exec"), namespace)  # noqa: S102
+    return namespace["shares"]

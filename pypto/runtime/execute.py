@@ -22,15 +22,18 @@ from ..ir import expr as E
 from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
 from ..ir.guards import checker, input_loader
 from ..ops.registry import REGISTRY
-from .argument_overlap import remap_keys, separate_overlaps
+from .argument_overlap import remap_keys, separate_overlaps, shared_memory_test
+from .collector import paused
 from .memory_budget import require_fits
 from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
+from .replay import compile_replay
 from .regions import RegionIndex
 from .workspace_budget import WorkspaceBudget
 
 PLAN_CACHE_SIZE = 16  # distinct size sets kept per compiled kernel
+DECLINED = object()  # `LoweredExecutor.replay`: not this call, nothing done (run it with `run`)
 
 
 class RunInfo:
@@ -45,7 +48,7 @@ class CallPlan:
     """Everything about a call that depends only on the sizes."""
 
     __slots__ = ("layout", "steps", "stream", "done", "returns", "final_env", "info", "spare", "_last",
-                 "__weakref__")
+                 "replay", "runs", "__weakref__")
 
     def __init__(self, layout, steps, stream, done, returns, final_env, info):
         self.layout, self.steps, self.stream, self.done = layout, steps, stream, done
@@ -54,6 +57,21 @@ class CallPlan:
         # the kernel's workspace budget allows (workspace_budget.py); None while a call has them
         self.spare = None
         self._last = None  # what the call handing its tensors back offers (see store)
+        # the steps as one generated function (replay.py), made at the plan's second run
+        self.replay = None
+        self.runs = 0
+
+    def run_steps(self, work, scratch, direct: bool, views=None, shares=None) -> None:
+        """Run the steps on ``work`` (the caller's tensors, then the workspaces); ``views``: what
+        ``self.replay.views`` gave for them (the cached call asks first)."""
+        replay = self.replay
+        if replay is not None and direct:
+            replay(work, views if views is not None else replay.views(work, False), scratch)
+            return
+        self.runs += 1
+        if self.runs == 2 and direct:  # (None for a plan of too many steps: it keeps the interpreter)
+            self.replay = compile_replay(self.steps, self.layout.n_params, shares)
+        run_steps(self.steps, work, scratch, direct=direct)
 
     def offer(self, slabs, scratch) -> list:
         """Item sizes for the budget: the workspaces (one item), then each temporary."""
@@ -112,33 +130,47 @@ class LoweredExecutor:
         self.reads_elements = _reads_elements(lowered)
         self.symbol_defaults = dict.fromkeys(unbound_symbols(lowered.program), 0)
         self._plans: OrderedDict = OrderedDict()
-        self._knobs = (object(), None, None, None)
+        self._viewing = None  # the plan whose replay keeps views of the last call's tensors
+        self._knobs = (object(), None, None, None, None)
         # sizes the program assumes equal, checked before anything runs (ir/guards.py)
         self.check_sizes = checker(lowered.program.guards, lowered.program.symbols)
+        # calls whose control flow, addresses or size guards read elements walk the program each time
+        self._walks_each_call = self.reads_elements or bool(getattr(self.check_sizes, "reads_elements", False))
+        self._shares_written = shared_memory_test(lowered)
 
     @property
     def last(self):
         """(device tasks, RunInfo) of this thread's last call."""
-        return getattr(self._mine, "last", None)
+        call = getattr(self._mine, "call", None)
+        return call[0] if call is not None else None
 
     @property
     def last_stream(self):
         """The root stream of this thread's last call (what the timing simulator replays)."""
-        return getattr(self._mine, "stream", None)
+        call = getattr(self._mine, "call", None)
+        return call[1] if call is not None else None
 
     @property
     def last_same(self):
         """Written parameters this thread's last call passed the very same tensor (value id pairs)."""
-        return getattr(self._mine, "same", ())
+        call = getattr(self._mine, "call", None)
+        return call[5] if call is not None else ()
 
     @property
     def last_memory(self):
-        """The GM memory (caller's tensors and workspaces) of this thread's last call."""
-        return getattr(self._mine, "memory", None)
+        """The GM memory (caller's tensors and workspaces) of this thread's last call (made when
+        first read: a cached call that nobody inspects does not build it)."""
+        call = getattr(self._mine, "call", None)
+        if call is None:
+            return None
+        if call[2] is None:
+            call[2] = Memory(call[3], call[4])
+        return call[2]
 
-    def _ran(self, last, stream, memory) -> None:
-        mine = self._mine
-        mine.last, mine.stream, mine.memory = last, stream, memory
+    def _ran(self, last, stream, memory, same, layout=None, work=None) -> None:
+        # one slot per call: [device tasks and info, stream, Memory or None (built from layout and
+        # work when read), layout, work, same]
+        self._mine.call = [last, stream, memory, layout, work, same]
 
     def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
@@ -154,17 +186,18 @@ class LoweredExecutor:
                          bool(options.get("debug", "serial_execution")))
             else:
                 knobs = (None, self.max_roots, self.vso, False)
+            knobs += (knobs[1:3] + (False, ()),)  # a direct call's plan key, before the sizes
             self._knobs = knobs
-        _, max_roots, vso, serial = knobs
+        _, max_roots, vso, serial, _ = knobs
         tensors, same, overlap = separate_overlaps(self.lowered, tensors)  # inputs as before any write
-        self._mine.same = same  # the timing replay sees parameters passed one tensor as one memory
         serial = serial or overlap
         if self.reads_elements:
             return self._run_reading(tensors, env, max_roots, vso, serial, same)
         key = (max_roots, vso, serial, same, *env.values())
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plan(tensors, env, max_roots, vso, serial, same)
+            with paused():  # tens of thousands of objects that stay: no collection scanning them
+                plan = self._plan(tensors, env, max_roots, vso, serial, same)
             self._plans[key] = plan
             if len(self._plans) > PLAN_CACHE_SIZE:
                 self.budget.forget(self._plans.popitem(last=False)[1])
@@ -173,23 +206,69 @@ class LoweredExecutor:
                 self._plans.move_to_end(key)
             except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
                 pass
+        return self._execute(plan, tensors, same, not (same or serial), options)
+
+    def replay(self, tensors: list, sizes: tuple, options):
+        """The cached call's run: ``run(tensors, env, options)`` for a call whose dynamic sizes
+        ``sizes`` (``tuple(env.values())``) already have a plan under these very ``options``, when
+        no written argument shares memory with another one; `DECLINED` (nothing done) otherwise,
+        and ``run`` takes the call. The size guards passed when the plan was made (they depend on
+        the sizes only, unless they read elements, which declines)."""
+        knobs = self._knobs
+        if knobs[0] is not options or knobs[3] or self._walks_each_call:
+            return DECLINED
+        key = knobs[4] + sizes
+        plan = self._plans.get(key)
+        if plan is None:
+            return DECLINED
+        replay = plan.replay
+        if replay is not None:  # views of these tensors kept, or made now if no written one shares memory
+            views = replay.views(tensors, True)
+            if views is None:
+                return DECLINED
+        else:
+            shared = self._shares_written
+            if shared is not None and shared(tensors):
+                return DECLINED
+            views = None
+        try:
+            self._plans.move_to_end(key)
+        except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
+            pass
+        return self._execute(plan, tensors, (), True, options, views)
+
+    def _execute(self, plan, tensors, same, direct, options, views=None):
         taken, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
         slabs, scratch = taken if taken is not None else (None, None)
-        if slabs is None:  # a fresh workspace: within the memory budget (memory_budget.py) before allocating
-            require_fits(plan.layout.nbytes, "the workspace of this call", options)
-        slabs = plan.layout.refill(slabs) if slabs is not None else plan.layout.allocate()
+        layout = plan.layout
+        if slabs is None:
+            if layout.slabs:  # a fresh workspace: within the memory budget (memory_budget.py) before allocating
+                require_fits(layout.nbytes, "the workspace of this call", options)
+                slabs = layout.allocate()
+            else:
+                slabs = []
+        elif slabs:
+            layout.refill(slabs)
         if scratch is None:
             scratch = [{} for _ in plan.steps]
-        work = list(tensors) + slabs
-        run_steps(plan.steps, work, scratch, direct=not (same or serial))
+        work = tensors + slabs if slabs else list(tensors)
+        viewing = self._viewing
+        if viewing is not plan:  # the views kept of the caller's tensors: the last plan's only
+            if viewing is not None and viewing.replay is not None:
+                viewing.replay.forget()
+            self._viewing = plan
+        if views is not None:  # the cached call: the replay is there and the views made
+            plan.replay(work, views, scratch)
+        else:
+            plan.run_steps(work, scratch, direct, None, self._shares_written)
         if slabs or any(scratch):
             self.budget.keep(plan, plan.offer(slabs, scratch))
         else:  # nothing to keep: the next call takes the same (empty) scratch, no bytes counted
             plan.spare = (None, scratch)
-        memory = Memory(plan.layout, work)
-        self._ran((plan.done, plan.info), plan.stream, memory)
-        if plan.returns is None:
-            return None
+        self._mine.call = [(plan.done, plan.info), plan.stream, None, layout, work, same]  # see _ran
+        if not plan.returns:
+            return None if plan.returns is None else []
+        memory = self.last_memory
         return [self._result(v, tensors, memory, plan.final_env) for v in plan.returns]
 
     def _plan(self, tensors, env, max_roots, vso, serial, same=()) -> CallPlan:
@@ -288,7 +367,7 @@ class LoweredExecutor:
             for k, t in enumerate(dt.tasks):
                 where[t.id] = (d, k)
         self._ran((stitcher.done, RunInfo(all_steps, _order(all_steps, where), variant_counts)), stitcher.stream,
-                  memory)
+                  memory, same)
         if returns is None:
             return None
         return [self._result(v, tensors, memory, env) for v in returns]
