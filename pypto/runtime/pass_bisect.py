@@ -1,0 +1,351 @@
+"""Pass bisection: run the program each pass leaves on the same inputs and find the first pass
+whose numbers differ from the Tensor Graph reference, op by op.
+
+Pass verify (`runtime/verify.py`) compares two coarse stages; this runs one program per pass
+snapshot (`CompiledKernel.passes`), each on copies of the same inputs:
+
+* a Tensor Graph (``autocast`` ...): the reference executor on that graph;
+* a Tile Graph (``expand``, ``assign_memory``): each group of tile ops joined by the local tiles
+  they share becomes one leaf (an op that touches only GM is a leaf of its own), called in a
+  valid order, the leaves interpreted op by op (`runtime/leaf_interpreter.py`);
+* the subgraphs of ``partition``: one leaf per subgraph, nothing shared, interpreted;
+* the leaves of ``dedup+allocate_buffers``: the shared leaves at the subgraphs' call sites,
+  interpreted; the Execute Graph (``execute_graph``): its roots, interpreted;
+* ``codegen``: the program that runs, with the generated code.
+
+So a pass's program runs without the passes after it: only the Execute Graph's call sites and
+dependencies (``passes/execute.build_root``) and the runtime are shared by the lower levels.
+Results are compared by pass verify's rule (`verify._close`), the kernel's outputs and every op
+result the program keeps in GM (a fused program keeps fewer), against the reference's last
+instance of each value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Optional
+
+from .._lazy import torch
+from ..ir.graph import Program, iter_ops
+from ..ir.tile import LeafFunction, RootFunction, Subgraph, TileOp, leaf_symbols
+from .execute import LoweredExecutor
+from .leaf_interpreter import LeafInterpreter
+from .reference import ReferenceExecutor
+
+SHOWN_ELEMENTS = 6  # differing elements kept per op (index, expected, got)
+
+
+@dataclass(frozen=True)
+class ValueCheck:
+    """One op's result after one pass against the reference: ``elements`` holds the first
+    differing elements as (index, expected, got)."""
+
+    op: str
+    value: str
+    loc: object
+    ok: bool
+    max_abs_diff: float
+    shape: tuple = ()
+    elements: tuple = ()
+
+    @property
+    def where(self) -> str:
+        return f"op {self.op} -> %{self.value}" + (f" ({self.loc})" if self.loc else "")
+
+
+@dataclass(frozen=True)
+class PassCheck:
+    """The numbers of the program pass ``index`` (``name``) leaves. ``ok`` is None when that
+    program could not be run (``how`` says why); ``values`` holds one `ValueCheck` per compared
+    op result, ``outputs`` one per kernel output."""
+
+    index: int
+    name: str
+    level: str
+    how: str
+    ok: Optional[bool]
+    max_abs_diff: float = 0.0
+    values: tuple = ()
+    outputs: tuple = ()
+
+    @property
+    def bad_values(self) -> tuple:
+        return tuple(v for v in self.values if not v.ok)
+
+
+@dataclass(frozen=True)
+class PassBisection:
+    """The numbers after every pass of one compiled kernel, for one set of inputs.
+
+    ``culprit`` is the first pass whose program gives numbers other than the reference's;
+    ``suspects`` the passes from the last one that ran and matched up to it (several when a pass
+    in between could not be run); ``first_bad_value`` the first op (program order) whose result
+    differs there."""
+
+    kernel: str
+    checks: tuple
+    rtol: float
+    atol: float
+    reference: str = "the Tensor Graph run by the reference executor"
+    notes: tuple = field(default=())
+
+    @property
+    def first_bad(self) -> Optional[PassCheck]:
+        return next((c for c in self.checks if c.ok is False), None)
+
+    @property
+    def ok(self) -> bool:
+        return self.first_bad is None
+
+    @property
+    def culprit(self) -> Optional[str]:
+        bad = self.first_bad
+        return None if bad is None else bad.name
+
+    @property
+    def suspects(self) -> tuple:
+        bad = self.first_bad
+        if bad is None:
+            return ()
+        out = []
+        for c in self.checks:
+            if c is bad:
+                break
+            out = [] if c.ok else out + [c.name]
+        return tuple(out) + (bad.name,)
+
+    @property
+    def first_bad_value(self) -> Optional[ValueCheck]:
+        bad = self.first_bad
+        if bad is None:
+            return None
+        return next(iter(bad.bad_values), None) or next((o for o in bad.outputs if not o.ok), None)
+
+    def __str__(self) -> str:
+        lines = [f"pass bisection of {self.kernel} (rtol={self.rtol}, atol={self.atol}; against {self.reference})"]
+        for c in self.checks:
+            verdict = {True: "same numbers", False: "DIFFERENT", None: "not run"}[c.ok]
+            lines.append(f"  #{c.index} {c.name:<24} {verdict:<14} {c.how}"
+                         + (f"  max |diff| {c.max_abs_diff:.3g}" if c.ok is False else ""))
+        bad = self.first_bad
+        if bad is None:
+            lines.append("every pass keeps the reference's numbers")
+            return "\n".join(lines)
+        lines.append(f"first pass that changes the numbers: {' or '.join(self.suspects)}")
+        for v in bad.bad_values or tuple(o for o in bad.outputs if not o.ok):
+            lines.append(f"  {v.where}: max |diff| {v.max_abs_diff:.3g}")
+            for idx, want, got in v.elements:
+                lines.append(f"      [{', '.join(map(str, idx))}] expected {want:.6g}  got {got:.6g}")
+        return "\n".join(lines)
+
+
+# ---- comparing -------------------------------------------------------------------------------------------------
+
+def _value_check(op_kind, name, loc, have, want, rtol, atol) -> ValueCheck:
+    from .verify import _close
+
+    if have.shape != want.shape:
+        have = have[tuple(slice(0, n) for n in want.shape)] if have.dim() == want.dim() else have
+    good, diff = _close(have, want, rtol, atol)
+    elements = ()
+    if not good and have.shape == want.shape:
+        a, b = have.double(), want.double()
+        off = ~((a - b).abs() <= (a.abs() + b.abs()) * (rtol / 2) + atol)
+        off &= ~(torch.isnan(a) & torch.isnan(b))
+        idx = off.nonzero()[:SHOWN_ELEMENTS].tolist()
+        elements = tuple((tuple(i), float(want[tuple(i)]), float(have[tuple(i)])) for i in idx)
+    return ValueCheck(op_kind, name, loc, good, diff, tuple(want.shape), elements)
+
+
+def _compare(index, name, level, how, program, ref_values, expected, got_outputs, got_value, rtol, atol) -> PassCheck:
+    values, worst = [], 0.0
+    for op in iter_ops(program.body):
+        if op.kind in ("view", "assemble"):
+            continue
+        for v in op.outputs:
+            want = ref_values.get(v.id)
+            have = got_value(v)
+            if want is None or have is None or not isinstance(want, torch.Tensor):
+                continue
+            c = _value_check(op.kind, v.name, op.loc, have, want, rtol, atol)
+            values.append(c)
+            worst = max(worst, c.max_abs_diff)
+    outputs = []
+    for (label, want), have in zip(expected, got_outputs):
+        c = _value_check("output", label, None, have, want, rtol, atol)
+        outputs.append(c)
+        worst = max(worst, c.max_abs_diff)
+    ok = all(c.ok for c in values) and all(c.ok for c in outputs)
+    return PassCheck(index, name, level, how, ok, worst, tuple(values), tuple(outputs))
+
+
+# ---- the program after each pass -----------------------------------------------------------------------------
+
+def _private_leaf(sg, tag) -> LeafFunction:
+    """A leaf of ``sg`` alone (no other subgraph shares it; no buffer plan: it is interpreted)."""
+    from ..passes.dedup import leaf_signature
+
+    key, params, param_of = leaf_signature(sg)
+    digest = hashlib.sha1(repr(key).encode()).hexdigest()[:10]
+    return LeafFunction(f"{tag}_sg{sg.id}", sg.core, sg.ops, params, MappingProxyType(param_of), (), digest,
+                        len(sg.grid))
+
+
+def _groups(ops) -> dict:
+    """{op id: group} joining the ops that share a local (on-chip) tile."""
+    parent = {op.id: op.id for op in ops}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    owner: dict = {}
+    for op in ops:
+        for a in op.inputs + op.outputs:
+            if a.mem != "GM":
+                k = a.local_key
+                if k in owner:
+                    parent[find(op.id)] = find(owner[k])
+                else:
+                    owner[k] = op.id
+    return {op.id: find(op.id) for op in ops}
+
+
+def _in_gm(op):
+    """``op`` with the operands no memory is assigned to yet (before assign_memory) in GM."""
+    if all(a.mem is not None for a in op.inputs + op.outputs):
+        return op
+    gm = lambda accs: tuple(a.in_mem("GM") if a.mem is None else a for a in accs)  # noqa: E731
+    return op.replace(inputs=gm(op.inputs), outputs=gm(op.outputs))
+
+
+def _roots_from_subgraphs(lowered, subgraphs_per_root, leaves_per_root, storage):
+    from ..passes.execute import build_root
+
+    return [build_root(f"root{i}", sgs, lv, None, None, storage)
+            for i, (sgs, lv) in enumerate(zip(subgraphs_per_root, leaves_per_root))]
+
+
+def _interpreted(lowered, roots) -> LoweredExecutor:
+    from .plan import mergeable_axes
+
+    leaves = {c.leaf.name: c.leaf for r in roots for c in r.calls}
+    executables = {}
+    for name, leaf in leaves.items():
+        it = LeafInterpreter(leaf)
+        executables[name] = {"main": it, "tail": it, "default": it}
+    prog = replace(lowered, roots=list(roots), leaves=leaves, executables=executables, sources={},
+                   leaf_symbols={n: leaf_symbols(leaf) for n, leaf in leaves.items()},
+                   merge={n: mergeable_axes(leaf) for n, leaf in leaves.items()}, call_evals={})
+    return prog
+
+
+def _storage(lowered) -> dict:
+    from ..passes.aliasing import LayoutAliases
+
+    return LayoutAliases(lowered.program, lowered.views).storage
+
+
+def _program_of(snap, index, lowered, storage, options):
+    """(how it runs, an executor with ``run(tensors, env, options)``) for the program pass
+    ``snap`` left; (why not, None) when there is no way to run it."""
+    from ..passes.partition import partition
+
+    g = snap.graph
+    if snap.name == "codegen":
+        return "the generated code (the program that runs)", LoweredExecutor(lowered, options)
+    if isinstance(g, Program):
+        return "reference executor on this Tensor Graph", ReferenceExecutor(g)
+    if lowered is None:
+        return "not run: this version was compiled only up to a stage", None
+    n_roots = len(lowered.roots)
+    if isinstance(g, (list, tuple)) and len(g) == n_roots and all(isinstance(x, (list, tuple)) for x in g):
+        items = [x for seg in g for x in seg]
+        if all(isinstance(x, TileOp) for x in items):  # a Tile Graph: its ops, grouped by shared tiles
+            g = [[_in_gm(op) for op in ops] for ops in g]
+            sgs = [partition(list(ops), _groups(ops), storage) for ops in g]
+            leaves = [[_private_leaf(sg, f"p{index}r{i}") for sg in s] for i, s in enumerate(sgs)]
+            return ("tile ops joined by their local tiles, one leaf each, interpreted",
+                    LoweredExecutor(_interpreted(lowered, _roots_from_subgraphs(lowered, sgs, leaves, storage)), options))
+        if all(isinstance(x, Subgraph) for x in items):  # partition: a leaf per subgraph
+            leaves = [[_private_leaf(sg, f"p{index}r{i}") for sg in s] for i, s in enumerate(g)]
+            return ("one leaf per subgraph (nothing shared), interpreted",
+                    LoweredExecutor(_interpreted(lowered, _roots_from_subgraphs(lowered, g, leaves, storage)), options))
+    if isinstance(g, (list, tuple)) and g and all(isinstance(r, RootFunction) for r in g):
+        return "the Execute Graph's roots, leaves interpreted", LoweredExecutor(_interpreted(lowered, g), options)
+    if isinstance(g, dict) and all(isinstance(x, LeafFunction) for x in g.values()):
+        # the leaves dedup made, at the call sites of the subgraphs they stand for
+        by_sg = [{c.subgraph: c.leaf for c in r.calls} for r in lowered.roots]
+        sgs = [list(r.subgraphs) for r in lowered.roots]
+        if all(sg.id in m for s, m in zip(sgs, by_sg) for sg in s):
+            leaves = [[m[sg.id] for sg in s] for s, m in zip(sgs, by_sg)]
+            return ("the shared leaves at their subgraphs' call sites, interpreted",
+                    LoweredExecutor(_interpreted(lowered, _roots_from_subgraphs(lowered, sgs, leaves, storage)), options))
+    return f"not run: no interpreter for a {snap.level} graph of this form", None
+
+
+def bisect(compiled, tensors, env, options) -> PassBisection:
+    """The numbers after every pass of ``compiled`` for the call ``(tensors, env)`` (the caller's
+    tensors are not written: every program runs on copies)."""
+    rtol, atol = options.get("verify", "pass_verify_error_tol")
+    program = compiled.program
+    lowered = compiled.lowered
+    written_ids = lowered.written_params if lowered is not None else set(
+        p.value.id for p in program.params if p.index in ReferenceExecutor(program).written_params)
+    written = [p.value.id in written_ids for p in program.params]
+    ref = ReferenceExecutor(program)
+    ref_inputs = [t.clone() for t in tensors]
+    ref_returns = ref.run(ref_inputs, env)
+    labels = [p.name for p, w in zip(program.params, written) if w] + [f"return {k}" for k in range(len(ref_returns or ()))]
+
+    def outputs(inputs, returns):
+        return [t for t, w in zip(inputs, written) if w] + list(returns or [])
+
+    expected = list(zip(labels, outputs(ref_inputs, ref_returns)))
+    storage = _storage(lowered) if lowered is not None else {}
+    checks = []
+    for index, snap in enumerate(compiled.passes):
+        try:
+            how, executor = _program_of(snap, index, lowered, storage, options)
+        except Exception as e:  # a program this pass left that cannot be put together to run
+            checks.append(PassCheck(index, snap.name, snap.level, f"not run: {type(e).__name__}: {e}", None))
+            continue
+        if executor is None:
+            checks.append(PassCheck(index, snap.name, snap.level, how, None))
+            continue
+        inputs = [t.clone() for t in tensors]
+        try:
+            returns = executor.run(inputs, dict(env), options) if not isinstance(executor, ReferenceExecutor) \
+                else executor.run(inputs, dict(env))
+        except Exception as e:  # a program that fails to run gives no numbers: that is a difference
+            checks.append(PassCheck(index, snap.name, snap.level, f"{how}; failed: {type(e).__name__}: {e}", False,
+                                    float("inf")))
+            continue
+        if isinstance(executor, ReferenceExecutor):
+            vals = executor.last_values
+            got_value = vals.get
+        else:
+            memory = executor.last_memory
+            got_value = (lambda v, m=memory: m.last_instance(v)) if memory is not None else (lambda v: None)
+        checks.append(_compare(index, snap.name, snap.level, how, program, ref.last_values, expected,
+                               outputs(inputs, returns), got_value, rtol, atol))
+    return PassBisection(compiled.name, tuple(checks), rtol, atol)
+
+
+def bisect_passes(kernel, *args, **kwargs) -> PassBisection:
+    """Run ``kernel``'s program after each of its passes on these arguments and compare the
+    numbers with the Tensor Graph reference: the first pass that changes them (``culprit``), and
+    per op the values side by side. The arguments are not written. The result is also kept on the
+    compiled version (``kernel.inspect(*args).bisection``), where the lab's Passes tab shows it."""
+    compiled = kernel.inspect(*args, **kwargs)
+    _, tensors, env, *_ = kernel._lookup(args, kwargs, count=False)
+    result = bisect(compiled, tensors, env, kernel._resolved_record()[1])
+    compiled.bisection = result
+    return result
+
+
+__all__ = ["bisect", "bisect_passes", "PassBisection", "PassCheck", "ValueCheck"]
