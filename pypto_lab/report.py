@@ -90,7 +90,7 @@ def _graph_section(compiled) -> str:
 
 def _passes_section(compiled) -> str:
     passes = list(getattr(compiled, "passes", None) or ())
-    out = [views.pass_table_html(compiled)]
+    out = [views.pass_bisection_html(compiled), views.pass_table_html(compiled)]
     for i, snap in enumerate(passes):
         body = views.pass_diff_html(compiled, i) if i else views.pass_ir_html(compiled, i)
         what = "diff against the pass before" if i else "the traced program"

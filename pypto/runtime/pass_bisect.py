@@ -49,9 +49,12 @@ class ValueCheck:
     max_abs_diff: float
     shape: tuple = ()
     elements: tuple = ()
+    written_by: tuple = ()  # for a kernel output: the ops whose results are assembled into it
 
     @property
     def where(self) -> str:
+        if self.op == "output":
+            return f"output %{self.value}" + (f" (written by {', '.join(self.written_by)})" if self.written_by else "")
         return f"op {self.op} -> %{self.value}" + (f" ({self.loc})" if self.loc else "")
 
 
@@ -143,6 +146,23 @@ class PassBisection:
 
 # ---- comparing -------------------------------------------------------------------------------------------------
 
+def _writers(program) -> dict:
+    """{parameter name: the ops (as `ValueCheck.where` text) whose results are assembled into it}."""
+    made_by = {v.id: op for op in iter_ops(program.body) for v in op.outputs}
+    out: dict = {}
+    for op in iter_ops(program.body):
+        if op.kind != "assemble":
+            continue
+        src = op.inputs[0]
+        producer = made_by.get(src.id)
+        while producer is not None and producer.kind == "view":
+            producer = made_by.get(producer.inputs[0].id)
+        if producer is not None:
+            where = f"op {producer.kind} -> %{producer.outputs[0].name}" + (f" ({producer.loc})" if producer.loc else "")
+            out.setdefault(op.inputs[1].root.name, []).append(where)
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+
+
 def _value_check(op_kind, name, loc, have, want, rtol, atol) -> ValueCheck:
     from .verify import _close
 
@@ -173,8 +193,9 @@ def _compare(index, name, level, how, program, ref_values, expected, got_outputs
             values.append(c)
             worst = max(worst, c.max_abs_diff)
     outputs = []
+    writers = _writers(program)
     for (label, want), have in zip(expected, got_outputs):
-        c = _value_check("output", label, None, have, want, rtol, atol)
+        c = replace(_value_check("output", label, None, have, want, rtol, atol), written_by=writers.get(label, ()))
         outputs.append(c)
         worst = max(worst, c.max_abs_diff)
     ok = all(c.ok for c in values) and all(c.ok for c in outputs)
