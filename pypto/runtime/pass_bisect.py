@@ -309,6 +309,85 @@ def _program_of(snap, index, lowered, storage, options):
     return f"not run: no interpreter for a {snap.level} graph of this form", None
 
 
+def _at_call_site(leaf, sg, args=None) -> list:
+    """The tile ops a call of ``leaf`` for subgraph ``sg`` runs: the leaf's ops (kinds and attrs,
+    as executed) on the subgraph's tiles, the GM ones given by the call's ``args`` if any."""
+    out = []
+    for i, op in enumerate(leaf.ops):
+        site = sg.ops[i] if i < len(sg.ops) else op
+
+        def acc(role, k, a, site_accs):
+            p = leaf.param_of.get((i, role, k))
+            if p is not None and args is not None:
+                return args[p]
+            return site_accs[k] if k < len(site_accs) else a
+
+        out.append(op.replace(inputs=tuple(acc("in", k, a, site.inputs) for k, a in enumerate(op.inputs)),
+                              outputs=tuple(acc("out", k, a, site.outputs) for k, a in enumerate(op.outputs)),
+                              grid=sg.grid))
+    return out
+
+
+def _tile_ops_of(snap, lowered):
+    """The tile ops (per root) the program of ``snap`` runs, or None (a Tensor Graph, the code)."""
+    g = snap.graph
+    if snap.name == "codegen" or isinstance(g, Program) or lowered is None:
+        return None
+    if isinstance(g, dict) and all(isinstance(x, LeafFunction) for x in g.values()):
+        out = []
+        for r in lowered.roots:
+            by_sg = {c.subgraph: c.leaf for c in r.calls}
+            out.append([op for sg in r.subgraphs if sg.id in by_sg for op in _at_call_site(by_sg[sg.id], sg)])
+        return out
+    if isinstance(g, (list, tuple)) and g and all(isinstance(r, RootFunction) for r in g):
+        out = []
+        for r in g:
+            sgs = {sg.id: sg for sg in r.subgraphs}
+            out.append([op for c in r.calls if c.subgraph in sgs for op in _at_call_site(c.leaf, sgs[c.subgraph], c.args)])
+        return out
+    if isinstance(g, (list, tuple)) and all(isinstance(x, (list, tuple)) for x in g):
+        items = [x for seg in g for x in seg]
+        if all(isinstance(x, TileOp) for x in items):
+            return [list(seg) for seg in g]
+        if all(isinstance(x, Subgraph) for x in items):
+            return [[op for sg in seg for op in sg.ops] for seg in g]
+    return None
+
+
+def _through_gm(ops_per_root, index, lowered, storage, options) -> LoweredExecutor:
+    """Every tile op its own leaf, its on-chip tiles moved to GM: each op's result is kept, so the
+    first op that goes wrong inside a fused leaf shows."""
+    from ..passes.partition import partition
+
+    ids = iter(range(-1, -10 ** 9, -1))  # fresh ids: a shared leaf's ops recur at every call site
+    sgs = []
+    for ops in ops_per_root:
+        gm = []
+        for op in ops:
+            to_gm = lambda accs: tuple(a if a.mem == "GM" else a.in_mem("GM") for a in accs)  # noqa: E731
+            gm.append(op.replace(id=next(ids), inputs=to_gm(op.inputs), outputs=to_gm(op.outputs)))
+        sgs.append(partition(gm, {op.id: op.id for op in gm}, storage))
+    leaves = [[_private_leaf(sg, f"m{index}r{i}") for sg in s] for i, s in enumerate(sgs)]
+    return LoweredExecutor(_interpreted(lowered, _roots_from_subgraphs(lowered, sgs, leaves, storage)), options)
+
+
+def _run_and_compare(index, snap, how, executor, program, ref_values, expected, tensors, env, options, outputs,
+                     rtol, atol) -> PassCheck:
+    inputs = [t.clone() for t in tensors]
+    try:
+        returns = executor.run(inputs, dict(env), options) if not isinstance(executor, ReferenceExecutor) \
+            else executor.run(inputs, dict(env))
+    except Exception as e:  # a program that fails to run gives no numbers: that is a difference
+        return PassCheck(index, snap.name, snap.level, f"{how}; failed: {type(e).__name__}: {e}", False, float("inf"))
+    if isinstance(executor, ReferenceExecutor):
+        got_value = executor.last_values.get
+    else:
+        memory = executor.last_memory
+        got_value = (lambda v, m=memory: m.last_instance(v)) if memory is not None else (lambda v: None)
+    return _compare(index, snap.name, snap.level, how, program, ref_values, expected, outputs(inputs, returns),
+                    got_value, rtol, atol)
+
+
 def bisect(compiled, tensors, env, options) -> PassBisection:
     """The numbers after every pass of ``compiled`` for the call ``(tensors, env)`` (the caller's
     tensors are not written: every program runs on copies)."""
@@ -338,22 +417,21 @@ def bisect(compiled, tensors, env, options) -> PassBisection:
         if executor is None:
             checks.append(PassCheck(index, snap.name, snap.level, how, None))
             continue
-        inputs = [t.clone() for t in tensors]
+        checks.append(_run_and_compare(index, snap, how, executor, program, ref.last_values, expected, tensors, env,
+                                       options, outputs, rtol, atol))
+    bad = next((c for c in checks if c.ok is False), None)
+    if bad is not None and not bad.bad_values:  # only outputs differ (fused): find the op, one op a leaf
+        snap = compiled.passes[bad.index]
         try:
-            returns = executor.run(inputs, dict(env), options) if not isinstance(executor, ReferenceExecutor) \
-                else executor.run(inputs, dict(env))
-        except Exception as e:  # a program that fails to run gives no numbers: that is a difference
-            checks.append(PassCheck(index, snap.name, snap.level, f"{how}; failed: {type(e).__name__}: {e}", False,
-                                    float("inf")))
-            continue
-        if isinstance(executor, ReferenceExecutor):
-            vals = executor.last_values
-            got_value = vals.get
-        else:
-            memory = executor.last_memory
-            got_value = (lambda v, m=memory: m.last_instance(v)) if memory is not None else (lambda v: None)
-        checks.append(_compare(index, snap.name, snap.level, how, program, ref.last_values, expected,
-                               outputs(inputs, returns), got_value, rtol, atol))
+            ops = _tile_ops_of(snap, lowered)
+            if ops is not None:
+                how = "its tile ops one leaf each, on-chip tiles kept in GM, interpreted"
+                fine = _run_and_compare(bad.index, snap, how, _through_gm(ops, bad.index, lowered, storage, options),
+                                        program, ref.last_values, expected, tensors, env, options, outputs, rtol, atol)
+                if fine.bad_values:
+                    checks[checks.index(bad)] = replace(bad, values=fine.values, how=f"{bad.how}; per op: {how}")
+        except Exception:  # noqa: BLE001 - the op-by-op run only refines the verdict already made
+            pass
     return PassBisection(compiled.name, tuple(checks), rtol, atol)
 
 

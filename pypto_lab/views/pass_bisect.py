@@ -58,7 +58,7 @@ def pass_bisection_html(compiled) -> str:
                 f"pass bisection: every pass keeps the reference's numbers (rtol={b.rtol}, atol={b.atol})</div>")
     suspects = " or ".join(f"<b>{esc(s)}</b>" for s in b.suspects)
     rows = []
-    shown = bad.bad_values or tuple(o for o in bad.outputs if not o.ok)
+    shown = bad.bad_values + tuple(o for o in bad.outputs if not o.ok)  # ops in program order, then outputs
     for v in shown:
         rows.append((_where_html(v), esc(f"{v.max_abs_diff:.3g}"), esc("x".join(map(str, v.shape)) or "scalar"),
                      _elements_html(v)))
@@ -68,7 +68,7 @@ def pass_bisection_html(compiled) -> str:
             f'<span style="color:#57606a">({esc(bad.how)}; rtol={b.rtol}, atol={b.atol}; '
             f"against {esc(b.reference)})</span></div>")
     caption = (f"{len(shown)} value(s) differ after #{bad.index} {bad.name}"
-               + ("" if bad.bad_values else ": only the kernel's outputs are kept in GM there"))
+               + (", the first op first" if bad.bad_values else ": only the kernel's outputs could be compared there"))
     return head + table(("op", "max |diff|", "shape", "first differing elements"), rows, caption=caption)
 
 

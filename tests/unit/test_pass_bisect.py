@@ -53,11 +53,15 @@ def _assert_names_add(bisection, culprit, x):
     assert bisection.culprit == culprit
     assert all(c.ok for c in bisection.checks if c.index < bisection.first_bad.index)
     value = bisection.first_bad_value
-    assert value is not None and "add" in value.where and "%out" in value.where
+    assert value is not None and value.where.startswith(("op add -> %add", "output %out (written by op add")), value
     assert value.elements, "the differing elements are shown"
-    for idx, want, got in value.elements:  # expected is torch's x + 1, got what the broken pass computes
-        assert_matches(torch.tensor(want), (x[idx] + 1.0).float(), what=f"expected value at {idx}")
-        assert_matches(torch.tensor(got), (x[idx] + 3.0).float(), what=f"computed value at {idx}")
+    # expected is torch's x + 1, got what the broken pass computes (x + 3); an op's value is the one
+    # of the last loop iteration (rows 48..49 of 50), the kernel's output is the whole tensor
+    first_row = 0 if value.op == "output" else 48
+    for (i, j), want, got in value.elements:
+        row = first_row + i
+        assert_matches(torch.tensor(want), x[row, j] + 1.0, what=f"expected value at {(row, j)}")
+        assert_matches(torch.tensor(got), x[row, j] + 3.0, what=f"computed value at {(row, j)}")
     assert culprit in str(bisection)
 
 
@@ -94,6 +98,37 @@ def test_every_pass_keeps_the_numbers_of_sound_kernels(example):
     for a, was in zip(args, before):  # nothing the caller passed is written
         assert torch.equal(a, was)
     assert kernel.inspect(*args).bisection is b
+    _every_op_through_gm_keeps_the_numbers(kernel, args)
+
+
+def _every_op_through_gm_keeps_the_numbers(kernel, args):
+    """The op-by-op run that names the op inside a fused leaf is sound too, at every lower level."""
+    from pypto.runtime import pass_bisect as PB
+    from pypto.runtime.reference import ReferenceExecutor
+
+    compiled = kernel.inspect(*args)
+    _, tensors, env, *_ = kernel._lookup(args, {}, count=False)
+    options = kernel._resolved_record()[1]
+    rtol, atol = options.get("verify", "pass_verify_error_tol")
+    program, lowered = compiled.program, compiled.lowered
+    written = [p.value.id in lowered.written_params for p in program.params]
+    ref = ReferenceExecutor(program)
+    ref_inputs = [t.clone() for t in tensors]
+    ref.run(ref_inputs, env)
+    outputs = lambda ins, rets: [t for t, w in zip(ins, written) if w] + list(rets or [])  # noqa: E731
+    expected = list(zip([p.name for p, w in zip(program.params, written) if w], outputs(ref_inputs, None)))
+    storage = PB._storage(lowered)
+    ran = 0
+    for index, snap in enumerate(compiled.passes):
+        ops = PB._tile_ops_of(snap, lowered)
+        if ops is None:
+            continue
+        check = PB._run_and_compare(index, snap, "", PB._through_gm(ops, index, lowered, storage, options), program,
+                                    ref.last_values, expected, tensors, env, options, outputs, rtol, atol)
+        assert check.ok, (snap.name, [v.where for v in check.bad_values], check.how)
+        assert len(check.values) >= len(compiled.lowered.leaves), "every op's result is compared"
+        ran += 1
+    assert ran == 5  # expand, assign_memory, partition, dedup+allocate_buffers, execute_graph
 
 
 def test_a_broken_tile_pass_is_named_with_the_op(monkeypatch):
