@@ -210,7 +210,7 @@ except pypto.PyptoError as e:
     bisection = e.bisection
 finally:
     pipeline.assign_memory = real
-print("culprit:", bisection.culprit, "| wrong values in", bisection.first_bad_value.written_by[0].split(" (")[0])
+print("culprit:", bisection.culprit, "| first wrong values:", bisection.first_bad_value.where.split(" (")[0])
 for c in bisection.checks:
     print(f"#{c.index} {c.name:<24} {'same numbers' if c.ok else 'different numbers'}")"""),
         ("code", IGNORE + 'pypto_lab.show(shifted, tabs="passes")'),
