@@ -411,7 +411,7 @@ var PyptoSwimlane = (function () {
         var px = Math.max(x0, GUTTER) | 0;
         if (px === lastPx && pk <= lastVal) continue;
         lastPx = px; lastVal = pk;
-        var hh = hgt * pk / ymax;
+        var hh = pk > 0 ? Math.max(2, hgt * pk / ymax) : 0;  // a few bytes still show
         ctx.fillRect(Math.max(x0, GUTTER), base - hh, Math.max(x1 - Math.max(x0, GUTTER), 1), hh);
         continue;
       }
@@ -419,7 +419,7 @@ var PyptoSwimlane = (function () {
       for (var q = 0; q < n; q++) {
         var xa = Math.max(x0 + (x1 - x0) * q / n, GUTTER), xb = x0 + (x1 - x0) * (q + 1) / n;
         if (xb <= xa || !live[q]) continue;
-        var hq = hgt * live[q] / ymax;
+        var hq = Math.max(2, hgt * live[q] / ymax);
         ctx.fillRect(xa, base - hq, xb - xa, hq);
       }
     }

@@ -245,3 +245,76 @@ def test_big_kernel_buffer_tracks_on_demand_and_every_tab_opens_fast(browser, bi
     finally:
         context.close()
 
+
+
+BROKEN_NOTEBOOK = [
+    "import torch, pypto, pypto_lab\nfrom types import MappingProxyType\nfrom pypto.passes import pipeline",
+    "@pypto.jit(verify_options={'enable_pass_verify': True})\n"
+    "def shifted(x: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32),\n"
+    "            out: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32)):\n"
+    "    pypto.set_vec_tile_shapes(16, 64)\n"
+    "    for b in pypto.loop(pypto.ceildiv(x.shape[0], 16)):\n"
+    "        out[b * 16:(b + 1) * 16, :] = x[b * 16:(b + 1) * 16, :] + 1.0\n"
+    "real = pipeline.assign_memory\n"
+    "def broken(ops, *a, **kw):\n"
+    "    ops, groups = real(ops, *a, **kw)\n"
+    "    return [op.replace(attrs=MappingProxyType({**op.attrs, 'scalar': 3.0})) if op.kind == 'add' else op\n"
+    "            for op in ops], groups\n"
+    "pipeline.assign_memory = broken\n"
+    "try:\n"
+    "    shifted(torch.randn(40, 64), torch.zeros(40, 64))\n"
+    "except pypto.PyptoError as e:\n"
+    "    print(type(e).__name__, e.bisection.culprit)\n"
+    "finally:\n"
+    "    pipeline.assign_memory = real",
+    "pypto_lab.show(shifted, tabs='passes')",
+    # a failed call has no timeline: the same kernel body, sound and unverified, for the tracks
+    "good = pypto.jit(shifted.fn)\ngood(torch.randn(40, 64), torch.zeros(40, 64))\n"
+    "pypto_lab.show(good, tabs='timeline')",
+]
+
+
+def test_dashboard_passes_tab_and_timeline_tracks_in_jupyterlab(browser, lab_server, tmp_path):
+    import json
+
+    from tests.browser import _lab_page as L
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s}
+             for s in BROKEN_NOTEBOOK]
+    name = "broken_pass.ipynb"
+    (lab_server.root / name).write_text(json.dumps({"cells": cells, "nbformat": 4, "nbformat_minor": 5, "metadata": {
+        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}}),
+        encoding="utf-8")
+    with L.fresh_page(browser) as page:
+        nb = L.NotebookPage(page, lab_server, name)
+        nb.open()
+        nb.run_all(timeout=300)
+        dash = nb.dashboards().nth(0)
+        dash.scroll_into_view_if_needed()
+        t0 = time.monotonic()
+        L.select_tab(dash, "Passes")
+        banner = dash.locator(".pypto-bisection:visible").first
+        L.expect(banner).to_have_attribute("data-culprit", "assign_memory", timeout=30_000)
+        passes_s = time.monotonic() - t0
+        assert dash.locator("table.pypto-values:visible").count() >= 1
+        picked = dash.locator(".pypto-pass-bisection:visible").first
+        assert "numbers first differ after #3" in picked.inner_text()
+        L.expect(dash.locator(".widget-select select:visible").first).to_have_value("#3 assign_memory (tile)")  # picked
+        shot = tmp_path / "dashboard_passes_bisection.png"
+        dash.screenshot(path=str(shot))
+        _keep(shot)
+        dash = nb.dashboards().nth(1)
+        dash.scroll_into_view_if_needed()
+        t0 = time.monotonic()
+        L.select_tab(dash, "Timeline")
+        L.expect(dash.locator(".pypto-timeline-canvas:visible").first).to_be_visible(timeout=120_000)
+        timeline_s = time.monotonic() - t0
+        box = dash.locator(".pypto-timeline-buffers:visible").first
+        L.expect(box).to_be_checked()
+        tracks = dash.locator(".pypto-swimlane:visible").first.evaluate("el => el.pyptoChart.rows().filter(r => r.buffer).length")
+        assert tracks >= 1
+        print(f"dashboard: Passes tab {passes_s:.2f} s, Timeline tab {timeline_s:.2f} s")
+        shot = tmp_path / "dashboard_timeline_tracks.png"
+        dash.screenshot(path=str(shot))
+        _keep(shot)
+        assert not [e for e in nb.console_errors if "pageerror" in e], nb.console_errors
