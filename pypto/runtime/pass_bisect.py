@@ -440,6 +440,11 @@ def bisect_passes(kernel, *args, **kwargs) -> PassBisection:
     numbers with the Tensor Graph reference: the first pass that changes them (``culprit``), and
     per op the values side by side. The arguments are not written. The result is also kept on the
     compiled version (``kernel.inspect(*args).bisection``), where the lab's Passes tab shows it."""
+    if not callable(getattr(kernel, "inspect", None)) or not hasattr(kernel, "_lookup"):
+        from ..errors import ArgumentTypeError, user_loc
+
+        raise ArgumentTypeError("pypto.bisect_passes: kernel is not a pypto.jit kernel", expected="a @pypto.jit kernel",
+                                got=type(kernel).__name__, param="kernel", loc=user_loc(2))
     compiled = kernel.inspect(*args, **kwargs)
     _, tensors, env, *_ = kernel._lookup(args, kwargs, count=False)
     result = bisect(compiled, tensors, env, kernel._resolved_record()[1])

@@ -200,3 +200,14 @@ def test_a_sound_verified_call_clears_an_old_bisection(monkeypatch):
     compiled.bisection = object()  # as left by an earlier mismatch
     kernel(*args)
     assert compiled.bisection is None
+
+
+def test_bad_input_is_a_clear_error_and_changes_nothing():
+    with pytest.raises(pypto.PyptoError, match="kernel is not a pypto.jit kernel") as e:
+        pypto.bisect_passes(torch.add, torch.zeros(2))
+    assert e.value.param == "kernel" and "test_pass_bisect.py" in str(e.value)
+    kernel = _add_and_exp()
+    with pytest.raises(pypto.PyptoError):  # the kernel's own refusal of a wrong shape, at this line
+        pypto.bisect_passes(kernel, torch.zeros(4, 32), torch.zeros(4, 32), torch.zeros(4, 32))
+    args = _args(5)
+    assert pypto.bisect_passes(kernel, *args).ok  # and the next good call works
