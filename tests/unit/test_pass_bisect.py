@@ -104,6 +104,7 @@ def test_every_pass_keeps_the_numbers_of_sound_kernels(example):
 def _every_op_through_gm_keeps_the_numbers(kernel, args):
     """The op-by-op run that names the op inside a fused leaf is sound too, at every lower level."""
     from pypto.runtime import pass_bisect as PB
+    from pypto.runtime import pass_programs as PP
     from pypto.runtime.reference import ReferenceExecutor
 
     compiled = kernel.inspect(*args)
@@ -117,13 +118,13 @@ def _every_op_through_gm_keeps_the_numbers(kernel, args):
     ref.run(ref_inputs, env)
     outputs = lambda ins, rets: [t for t, w in zip(ins, written) if w] + list(rets or [])  # noqa: E731
     expected = list(zip([p.name for p, w in zip(program.params, written) if w], outputs(ref_inputs, None)))
-    storage = PB._storage(lowered)
+    storage = PP.storage_of(lowered)
     ran = 0
     for index, snap in enumerate(compiled.passes):
-        ops = PB._tile_ops_of(snap, lowered)
+        ops = PP.tile_ops_of(snap, lowered)
         if ops is None:
             continue
-        check = PB._run_and_compare(index, snap, "", PB._through_gm(ops, index, lowered, storage, options), program,
+        check = PB._run_and_compare(index, snap, "", PP.through_gm(ops, index, lowered, storage, options), program,
                                     ref.last_values, expected, tensors, env, options, outputs, rtol, atol)
         assert check.ok, (snap.name, [v.where for v in check.bad_values], check.how)
         assert len(check.values) >= len(compiled.lowered.leaves), "every op's result is compared"
