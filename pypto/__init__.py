@@ -44,6 +44,7 @@ from .pass_config import (PassConfigKey, PassConfigs, get_pass_config, get_pass_
                           get_pass_default_config, set_pass_config, set_pass_default_config)
 from .platform import platform  # noqa: E402 - the Platform object, as upstream
 from .runtime.verify import set_verify_golden_data  # noqa: E402
+from .runtime.pass_bisect import bisect_passes  # noqa: E402
 
 from . import symbolic_scalar as _symbolic_scalar_module  # noqa: E402,F401 - `from pypto.symbolic_scalar import`
 

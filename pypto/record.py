@@ -50,6 +50,8 @@ class CompiledKernel:
     lowered: Any = field(default=None, repr=False)
     dump_dir: Optional[str] = None  # the folder the passes were dumped to (debug_options), else None
     verify_lowered: Any = field(default=None, repr=False)
+    # the last pass bisection of this version (`pypto.bisect_passes`, or pass verify's on a mismatch)
+    bisection: Any = field(default=None, repr=False)
 
     @property
     def tensor_graph(self):

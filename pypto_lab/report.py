@@ -90,11 +90,14 @@ def _graph_section(compiled) -> str:
 
 def _passes_section(compiled) -> str:
     passes = list(getattr(compiled, "passes", None) or ())
-    out = [views.pass_table_html(compiled)]
+    out = [views.pass_bisection_html(compiled), views.pass_table_html(compiled)]
+    bad = getattr(views.bisection_of(compiled), "first_bad", None)
     for i, snap in enumerate(passes):
         body = views.pass_diff_html(compiled, i) if i else views.pass_ir_html(compiled, i)
         what = "diff against the pass before" if i else "the traced program"
-        out.append(f"<details><summary><b>{esc(snap.name)}</b> ({esc(snap.level)}): {what}</summary>{body}</details>")
+        culprit = bad is not None and bad.index == i  # the pass that changed the numbers: its diff open
+        out.append(f"<details{' open' if culprit else ''}><summary><b>{esc(snap.name)}</b> ({esc(snap.level)}): "
+                   f"{what}{' &mdash; the numbers first differ here' if culprit else ''}</summary>{body}</details>")
     return "".join(out)
 
 

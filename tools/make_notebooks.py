@@ -175,6 +175,45 @@ y = linear_relu(xh, wh)
 print("matches torch:", torch.allclose(y, torch.relu(xh.float() @ wh.float()), atol=1e-3))
 print(next(p.text for p in linear_relu.inspect(xh, wh).passes if p.name == "execute_graph"))"""),
         ("code", IGNORE + "pypto_lab.show(softmax_rows)"),
+        ("md", """## Which pass broke the numbers?
+
+`pypto.bisect_passes(kernel, *args)` runs the program each pass leaves on the same inputs (a
+Tensor Graph by the reference executor, a Tile or Block Graph with its leaves interpreted op by
+op, the last one with the generated code) and compares every op it can see with the reference.
+Pass verify (`verify_options={"enable_pass_verify": True}`) does the same when it finds a
+mismatch: the error names the first pass whose program gives other numbers, and the Passes tab
+marks it, with the values side by side."""),
+        ("code", """print("every pass keeps the numbers:", pypto.bisect_passes(softmax_rows, x, out).ok)"""),
+        ("md", "A deliberately broken pass (every `add` of the Tile Graph made to add 3) is found:"),
+        ("code", """from types import MappingProxyType
+from pypto.passes import pipeline
+
+@pypto.jit(verify_options={"enable_pass_verify": True})
+def shifted(x: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32),
+            out: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 64)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 16)):
+        out[b * 16:(b + 1) * 16, :] = x[b * 16:(b + 1) * 16, :] + 1.0
+
+real = pipeline.assign_memory
+
+def broken_assign_memory(ops, *args, **kw):
+    ops, groups = real(ops, *args, **kw)
+    return [op.replace(attrs=MappingProxyType({**op.attrs, "scalar": 3.0})) if op.kind == "add" else op
+            for op in ops], groups
+
+pipeline.assign_memory = broken_assign_memory
+try:
+    shifted(torch.randn(40, 64), torch.zeros(40, 64))
+except pypto.PyptoError as e:
+    print(type(e).__name__)
+    bisection = e.bisection
+finally:
+    pipeline.assign_memory = real
+print("culprit:", bisection.culprit, "| first wrong values:", bisection.first_bad_value.where.split(" (")[0])
+for c in bisection.checks:
+    print(f"#{c.index} {c.name:<24} {'same numbers' if c.ok else 'different numbers'}")"""),
+        ("code", IGNORE + 'pypto_lab.show(shifted, tabs="passes")'),
     ],
     "03_runtime_options": [
         ("md", """# 03 · Runtime options and schedules
@@ -282,7 +321,9 @@ print("tasks:", s["tasks"], "| device tasks:", s["device_tasks"])"""),
 tensor they share), the core still busy with the task before it, the schedule thread's queue, or
 the launch and stitching. Following the causes back is "why is this late"; from the task that
 ends last it is the critical path, whose runs and waits add up to the makespan. In the Timeline
-tab, click a bar: the details say why it started then, and "why is this late?" draws the chain."""),
+tab, click a bar: the details say why it started then, and "why is this late?" draws the chain.
+Tick "buffer tracks" to see, under each core, the bytes of UB / L1 / L0A / L0B / L0C live over
+time with the capacity dashed (hover a track for the op, its buffers and the kernel line)."""),
         ("code", """tl = flash_attention.flash_attention.last_run.timeline
 lowered = flash_attention.flash_attention.last_run.compiled.lowered
 last = max(range(len(tl.events)), key=lambda k: int(tl.events.end[k]))

@@ -109,6 +109,7 @@ def verify(compiled, tensors, env, options, real_run):
 
         compiled.verify_lowered = lower(program, options, fuse=False, stop_at_stage=False)[0]
     tile_exec = LoweredExecutor(compiled.verify_lowered, options)
+    originals = [t.clone() for t in tensors]  # the inputs as given: a mismatch is bisected on them
     tile_inputs = [t.clone() for t in tensors]
     tile_returns = tile_exec.run(tile_inputs, env, options)
     report.append(_compare("tile", "expand, assign_memory", expected,
@@ -127,12 +128,36 @@ def verify(compiled, tensors, env, options, real_run):
     for r in report:
         if not r.ok:
             against = "the goldens of set_verify_golden_data" if r.stage == "golden" else "the tensor-graph reference"
-            raise PassVerifyError(
+            bisection = _bisect(compiled, originals, env, options) if r.stage != "golden" else None
+            err = PassVerifyError(
                 f"pass verify: the {r.stage} stage ({r.passes}) diverges from {against}"
-                + (f" first at {r.first_bad_op}" if r.first_bad_op else ""),
+                + (f" first at {r.first_bad_op}" if r.first_bad_op else "") + _culprit_text(bisection),
                 expected=f"results within rtol={rtol}, atol={atol}", got=f"max |diff| {r.max_abs_diff:.3g}",
                 param="verify_options['enable_pass_verify']")
+            err.bisection = bisection
+            raise err
+    compiled.bisection = None  # this call's numbers matched: an older bisection no longer applies
     return results, report
+
+
+def _bisect(compiled, tensors, env, options):
+    """The pass bisection of a mismatch (`pass_bisect.py`), kept on ``compiled`` for the lab;
+    None when it cannot be made (the verify error stands on its own)."""
+    from .pass_bisect import bisect
+
+    try:
+        compiled.bisection = bisect(compiled, tensors, env, options)
+    except Exception:  # noqa: BLE001 - a bisection that fails must not hide the mismatch itself
+        compiled.bisection = None
+    return compiled.bisection
+
+
+def _culprit_text(bisection) -> str:
+    if bisection is None or bisection.ok:
+        return ""
+    value = bisection.first_bad_value
+    return (f"; the first pass whose program gives other numbers: {' or '.join(bisection.suspects)}"
+            + (f" ({value.where})" if value is not None else "") + " (pypto.bisect_passes)")
 
 
 _pending = {"goldens": None, "in_out": None}

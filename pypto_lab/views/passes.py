@@ -9,6 +9,7 @@ import re
 
 from ._html import PRE_STYLE, esc, ms, note, table
 from .ir import ir_html, line_styles, styled
+from .pass_bisect import bisection_of, pass_verdict_html
 
 
 def _passes(compiled) -> list:
@@ -16,13 +17,28 @@ def _passes(compiled) -> list:
 
 
 def pass_table_html(compiled) -> str:
-    """One row per pass snapshot (index, name, graph level, time) and the total time."""
+    """One row per pass snapshot (index, name, graph level, time) and the total time; with a pass
+    bisection on ``compiled`` (`pypto.bisect_passes`), each pass's verdict on the numbers too."""
     passes = _passes(compiled)
     if not passes:
         return note("no passes recorded")
-    rows = [(str(i), esc(p.name), esc(p.level), ms(p.seconds)) for i, p in enumerate(passes)]
     total = sum(p.seconds for p in passes)
-    return table(("#", "pass", "level", "time"), rows, footer=("", f"total ({len(passes)} passes)", "", ms(total)))
+    bisection = bisection_of(compiled)
+    if bisection is None:
+        rows = [(str(i), esc(p.name), esc(p.level), ms(p.seconds)) for i, p in enumerate(passes)]
+        return table(("#", "pass", "level", "time"), rows, footer=("", f"total ({len(passes)} passes)", "", ms(total)))
+    # a pass bisection was made: each pass's verdict, the first that changes the numbers marked
+    checks = {c.index: c for c in bisection.checks}
+    bad = bisection.first_bad
+    rows = []
+    for i, p in enumerate(passes):
+        name = esc(p.name)
+        if bad is not None and i == bad.index:
+            name = f'<b class="pypto-culprit" style="color:#cf222e">\u2716 {name}</b>'
+        verdict = pass_verdict_html(checks[i]) if i in checks else ""
+        rows.append((str(i), name, esc(p.level), ms(p.seconds), verdict))
+    return table(("#", "pass", "level", "time", "numbers"), rows,
+                 footer=("", f"total ({len(passes)} passes)", "", ms(total), ""))
 
 
 def _get(compiled, index: int):

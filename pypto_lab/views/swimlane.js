@@ -2,7 +2,8 @@
 // Used as an anywidget module (renderWidget) and inlined in Timeline._repr_html_ (mountStatic).
 // The wheel scrolls the lanes (and the page once the lanes are at an end, as Perfetto and Nsight
 // do), Ctrl/Meta+wheel zooms around the pointer, shift+wheel pans, drag pans, a double click
-// resets, a click on a bar selects it (details, its start reason, dependency arrows). Bars narrower than a pixel that fall
+// resets, a click on a bar selects it (details, its start reason, dependency arrows). Under each core, optional buffer
+// tracks draw the bytes of UB / L1 / L0A / L0B / L0C live over time (capacity dashed). Bars narrower than a pixel that fall
 // on the same pixel are drawn once, so 100,000 tasks stay interactive.
 var PyptoSwimlane = (function () {
   "use strict";
@@ -11,7 +12,8 @@ var PyptoSwimlane = (function () {
   var SPAN_COLOURS = {launch: "#bab0ac", stitch: "#8c8c6c", submit: "#6c7c8c", dispatch: "#a5a5a5",
     complete: "#c7c7c7", "wait device": "#e0a0a0"};
   var VARIANT_COLOURS = ["#4e79a7", "#59a14f", "#e15759"];
-  var GUTTER = 150, RULER = 24, HEADER = 18, FONT = "11px sans-serif";
+  var GUTTER = 150, RULER = 24, HEADER = 18, BUF_H = 16, FONT = "11px sans-serif";
+  var MAX_AUTO_BUFFER_LANES = 16;  // buffer tracks start shown when at most this many cores have them
   var TYPES = {"<f8": Float64Array, "<f4": Float32Array, "<i4": Int32Array, "<u4": Uint32Array,
     "<i2": Int16Array, "<u2": Uint16Array, "|i1": Int8Array, "|u1": Uint8Array};
 
@@ -84,6 +86,12 @@ var PyptoSwimlane = (function () {
     this.titleEl.textContent = meta.title || "";
     this.critLabel.textContent = " critical path (" + meta.critical + " tasks)";
     this.details.innerHTML = "";
+    var B = meta.buffers, withTracks = 0;
+    if (B) B.lanes.forEach(function (m) { if (m.length) withTracks++; });
+    if (!B) this.showBuffers = false;
+    else if (this.showBuffers === undefined) this.showBuffers = withTracks <= MAX_AUTO_BUFFER_LANES;
+    this.bufLabel.style.display = B ? "" : "none";
+    this.bufBox.checked = !!this.showBuffers;
     if (this.dlButton) this.dlButton.style.display = meta.no_download || !meta.n ? "none" : "";
     this.legend();
     this.draw();
@@ -154,6 +162,12 @@ var PyptoSwimlane = (function () {
     this.critLabel = h("span");
     crit.appendChild(box); crit.appendChild(this.critLabel);
     bar.appendChild(crit);
+    var bufs = this.bufLabel = h("label", "cursor:pointer");
+    var bbox = this.bufBox = h("input"); bbox.type = "checkbox"; bbox.className = "pypto-timeline-buffers";
+    bbox.onchange = function () { self.showBuffers = bbox.checked; self.legend(); self.draw(); };
+    bufs.appendChild(bbox); bufs.appendChild(h("span", "", " buffer tracks"));
+    bufs.title = "under each core: bytes of UB / L1 / L0A / L0B / L0C live over time, the capacity dashed";
+    bar.appendChild(bufs);
     var reset = h("button", "font-size:12px", "reset zoom");
     reset.onclick = function () { self.view = self.full.slice(); self.scrollY = 0; self.draw(); };
     bar.appendChild(reset);
@@ -203,11 +217,18 @@ var PyptoSwimlane = (function () {
     else if (this.colourBy === "loop") items = [[hueColour(0), meta.loops.length + " loop iterations (root instances), one hue each"]];
     else items = [[hueColour(0), "one hue per device task"]];
     (meta.spans_used || []).forEach(function (k) { var s = meta.spans[k]; items.push([SPAN_COLOURS[s] || "#999", "AICPU " + s]); });
+    if (this.showBuffers && meta.buffers) items.push(["#4e79a7", "bytes live (buffer tracks; dashed red: capacity)"]);
     items.forEach(function (it) {
       var span = h("span", "white-space:nowrap");
       span.appendChild(h("span", "display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:-1px;background:" + it[0]));
       span.appendChild(document.createTextNode(it[1]));
       box.appendChild(span);
+    });
+    if (this.showBuffers && meta.buffers) meta.buffers.flags.forEach(function (f) {
+      var over = f.indexOf("over its capacity") >= 0;
+      var flag = h("span", "white-space:nowrap;color:" + (over ? "#cf222e" : "#9a6700"), (over ? "⚠ " : "○ idle: ") + f);
+      flag.className = over ? "pypto-buffer-flag pypto-buffer-over" : "pypto-buffer-flag pypto-buffer-idle";
+      box.appendChild(flag);
     });
   };
 
@@ -226,6 +247,11 @@ var PyptoSwimlane = (function () {
         self.laneRow[l] = rows.length;
         rows.push({lane: l, y: y, h: lh});
         y += lh;
+        var B = self.meta.buffers;
+        if (self.showBuffers && B && B.lanes[l]) B.lanes[l].forEach(function (m) {
+          rows.push({lane: l, buffer: m, y: y, h: BUF_H});
+          y += BUF_H;
+        });
       });
     });
     this.contentHeight = y;
@@ -290,6 +316,7 @@ var PyptoSwimlane = (function () {
         if (collapsed) g.lanes.forEach(function (l) { self.paintLane(ctx, l, y + 3, r.h - 5, dim, true); });
         return;
       }
+      if (r.buffer) { self.paintBufferRow(ctx, r, y); return; }
       if (ri % 2) { ctx.fillStyle = "#fafafa"; ctx.fillRect(GUTTER, y, self.W - GUTTER, r.h); }
       var lane = meta.lanes[r.lane];
       ctx.fillStyle = "#333";
@@ -349,6 +376,71 @@ var PyptoSwimlane = (function () {
       }
     }
     ctx.globalAlpha = 1;
+  };
+
+  function kb(n) { return (n / 1024).toLocaleString(undefined, {maximumFractionDigits: 1}) + " KB"; }
+
+  // one buffer track: the bytes of memory r.buffer.mem live on lane r.lane, each task's leaf
+  // profile drawn inside its bar (ops equally long), scaled to the capacity (or the peak, if over)
+  Chart.prototype.paintBufferRow = function (ctx, r, y) {
+    var B = this.meta.buffers, m = r.buffer, cap = B.capacity[m.mem] || 1, c = this.col;
+    var over = m.plan > cap, ymax = Math.max(cap, m.peak, 1);
+    ctx.fillStyle = "#f5f8fc"; ctx.fillRect(GUTTER, y, this.W - GUTTER, r.h);
+    ctx.fillStyle = over ? "#cf222e" : "#57606a";
+    ctx.fillText((over ? "⚠ " : "") + m.mem, 24, y + r.h / 2 + 4);
+    var pct = (100 * m.peak / cap).toFixed(0) + "%";
+    ctx.fillText(pct, GUTTER - 6 - ctx.measureText(pct).width, y + r.h / 2 + 4);
+    var l = r.lane, lo = this.laneFirst[l], hi = this.laneFirst[l + 1];
+    var v0 = this.view[0] - this.laneMaxDur[l], v1 = this.view[1];
+    var a = lo, b = hi;
+    while (a < b) { var mid = (a + b) >> 1; if (c.start[mid] < v0) a = mid + 1; else b = mid; }
+    var scale = (this.W - GUTTER - 8) / (this.view[1] - this.view[0]), hgt = r.h - 2, base = y + r.h - 1;
+    ctx.fillStyle = over ? "rgba(225,87,89,.85)" : "rgba(78,121,167,.8)";
+    var lastPx = -1, lastVal = -1;
+    for (var i = a; i < hi; i++) {
+      var s = c.start[i];
+      if (s > v1) break;
+      if (c.aicpu[i]) continue;
+      var prof = B.profiles[c.group[i]], live = prof && prof.live[m.mem];
+      if (!live) continue;
+      var x0 = GUTTER + (s - this.view[0]) * scale, x1 = x0 + c.dur[i] * scale, n = live.length;
+      if (x1 < GUTTER) continue;
+      if (x1 - x0 < 2 * n) {  // too narrow for its ops: one step at the task's peak, once per pixel
+        var pk = 0;
+        for (var k = 0; k < n; k++) if (live[k] > pk) pk = live[k];
+        var px = Math.max(x0, GUTTER) | 0;
+        if (px === lastPx && pk <= lastVal) continue;
+        lastPx = px; lastVal = pk;
+        var hh = pk > 0 ? Math.max(2, hgt * pk / ymax) : 0;  // a few bytes still show
+        ctx.fillRect(Math.max(x0, GUTTER), base - hh, Math.max(x1 - Math.max(x0, GUTTER), 1), hh);
+        continue;
+      }
+      lastPx = -1;
+      for (var q = 0; q < n; q++) {
+        var xa = Math.max(x0 + (x1 - x0) * q / n, GUTTER), xb = x0 + (x1 - x0) * (q + 1) / n;
+        if (xb <= xa || !live[q]) continue;
+        var hq = Math.max(2, hgt * live[q] / ymax);
+        ctx.fillRect(xa, base - hq, xb - xa, hq);
+      }
+    }
+    var cy = Math.round(base - hgt * cap / ymax) + 0.5;
+    ctx.strokeStyle = "#cf222e"; ctx.setLineDash([4, 3]);
+    ctx.beginPath(); ctx.moveTo(GUTTER, cy); ctx.lineTo(this.W, cy); ctx.stroke();
+    ctx.setLineDash([]);
+  };
+
+  // the buffer-track tooltip of bar i at time t: bytes live in mem during the op running then,
+  // its buffers, the op and its kernel line
+  Chart.prototype.describeBuffer = function (i, mem, t) {
+    var c = this.col, B = this.meta.buffers, prof = B && B.profiles[c.group[i]];
+    if (!prof || !prof.live[mem]) return "";
+    var live = prof.live[mem], n = live.length;
+    var k = Math.min(n - 1, Math.max(0, Math.floor((t - c.start[i]) / (c.dur[i] || 1) * n)));
+    var cap = B.capacity[mem], names = prof.names[mem][k] || [], plan = prof.footprint[mem];
+    return "<b>" + esc(mem) + "</b>: " + kb(live[k]) + " live of " + kb(cap) + " (" + (100 * live[k] / cap).toFixed(0) + "%)" +
+      " during op " + k + " " + esc(prof.ops[k] || "") + (names.length ? " · buffers " + esc(names.join(", ")) : "") +
+      (prof.lines[k] ? "<br>kernel line " + esc(prof.lines[k]) : "") +
+      "<br>leaf plan: " + kb(plan) + (plan > cap ? ' <b style="color:#cf222e">over capacity</b>' : "");
   };
 
   Chart.prototype.barY = function (i, top, rows) {
@@ -602,7 +694,9 @@ var PyptoSwimlane = (function () {
       var row = i < 0 ? self.rowAt(p[1]) : null;
       cv.style.cursor = i >= 0 || (row && row.header && p[0] < GUTTER) ? "pointer" : "crosshair";
       if (i < 0) { self.tip.style.display = "none"; return; }
-      self.tip.innerHTML = self.describe(i);
+      var brow = self.rowAt(p[1]);
+      self.tip.innerHTML = (brow && brow.buffer ? self.describeBuffer(i, brow.buffer.mem, self.tOf(p[0])) + "<hr style='margin:3px 0'>" : "") +
+        self.describe(i);
       self.tip.style.display = "block";
       var left = p[0] + 14, tw = self.tip.offsetWidth;
       if (left + tw > self.W) left = Math.max(0, p[0] - tw - 10);

@@ -370,6 +370,10 @@ def _payload(tl) -> tuple:
                 critical=int(critical.sum()), critical_sums_to_makespan=bool(explained),
                 reasons=list(_REASONS),
                 spans_used=sorted({int(g) for g in np.unique(cols["group"][cols["aicpu"] == 1]).tolist()}))
+    if meta["kind"] == "simulated":  # on-chip buffers over time, as tracks under each core's lane
+        from .buffer_tracks import buffer_tracks_meta
+
+        meta["buffers"] = buffer_tracks_meta(tl, lane_names, meta["leaves"])
     return meta, buffer
 
 

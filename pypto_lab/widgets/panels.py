@@ -33,12 +33,15 @@ class GraphPanel(W.VBox):
 
 
 class PassesPanel(W.VBox):
-    """The pass table; the pass picked in ``select`` shows side by side with the pass before
+    """The pass bisection (when pass verify found a mismatch or `pypto.bisect_passes` ran: the
+    first pass that changed the numbers is picked), the pass table; the pass picked in ``select``
+    shows side by side with the pass before
     (``diff``, unchanged lines folded unless ``folded`` is off) or as its whole text (``ir``)."""
 
     def __init__(self, compiled):
         self.compiled = compiled
         snaps = list(compiled.passes)
+        self.bisection = W.HTML(views.pass_bisection_html(compiled)).add_class("pypto-pass-bisection")
         self.table = W.HTML(views.pass_table_html(compiled))
         self.select = W.Select(options=[(f"#{i} {p.name} ({p.level})", i) for i, p in enumerate(snaps)],
                                rows=min(len(snaps), 10) or 1, description="pass",
@@ -51,11 +54,12 @@ class PassesPanel(W.VBox):
         self.select.observe(self._render, "value")
         self.folded.observe(self._render, "value")
         self.mode.observe(self._show_mode, "value")
-        if snaps:
-            self.select.value = 0
+        if snaps:  # the first pass that changed the numbers, when a bisection found one
+            bad = getattr(views.bisection_of(compiled), "first_bad", None)
+            self.select.value = bad.index if bad is not None and bad.index < len(snaps) else 0
         self._render()
         self._show_mode()
-        super().__init__([self.table, self.select, W.HBox([self.mode, self.folded]), self.diff, self.ir],
+        super().__init__([self.bisection, self.table, self.select, W.HBox([self.mode, self.folded]), self.diff, self.ir],
                          layout=W.Layout(width="100%"))
 
     def _render(self, _change=None):

@@ -81,3 +81,29 @@ def test_buffers_view_and_timeline_tab(run):
     assert panel.buffers.value == ""  # drawn when the fold is opened
     panel.buffer_box.selected_index = 0
     assert 'class="pypto-buffers"' in panel.buffers.value
+
+
+def test_timeline_payload_carries_buffer_tracks(run):
+    tl = run.timeline
+    meta, _ = V.swimlane_payload(tl)
+    tracks = meta["buffers"]
+    assert tracks["capacity"]["UB"] == tl.machine.capacity("UB")
+    ev = tl.events
+    ran = {ev.core_names[int(c)] for c in np.unique(ev.core)}
+    for lane, mems in zip(meta["lanes"], tracks["lanes"]):
+        assert bool(mems) == (lane["name"] in ran), lane  # a track under every core that ran a task
+        for m in mems:
+            assert m["mem"] == "UB" and 0 < m["peak"] <= m["plan"] <= tracks["capacity"]["UB"]
+    leaves = run.compiled.lowered.leaves
+    for name, prof in zip(meta["leaves"], tracks["profiles"]):
+        occ = B.leaf_occupancy(leaves[name])
+        assert prof["live"]["UB"] == occ.live["UB"].tolist() and prof["footprint"]["UB"] == occ.footprint["UB"]
+        assert len(prof["ops"]) == len(leaves[name].ops) and any("test_buffers.py:" in s for s in prof["lines"])
+    assert not tracks["over"]
+
+
+def test_timeline_payload_flags_plans_over_capacity(run):
+    tiny = run.simulate(machine=run.timeline.machine.with_(ub_bytes=1024))
+    tracks = V.swimlane_payload(tiny)[0]["buffers"]
+    assert tracks["over"] and all("over its capacity of 1.0 KB" in f for f in tracks["over"])
+    assert any(m["plan"] > tracks["capacity"]["UB"] for mems in tracks["lanes"] for m in mems)
