@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "COMPAT.md")
     parser.add_argument("--json", type=Path, default=REPO / "docs" / "compat.json")
     parser.add_argument("--logs", type=Path, help="keep each file's output and raw result here")
+    parser.add_argument("--package-root", default=str(REPO),
+                        help="checkout whose pypto/ the upstream files import (default: the one holding this tool; "
+                             "'' for the installed package)")
     parser.add_argument("--top", type=int, default=30, help="blockers listed in the Markdown report")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: rewrite the reports from the JSON of the last run (after a report change)")
@@ -132,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{done}/{total}] {r.status:<12} {r.seconds:6.1f}s {r.path}{why}", file=sys.stderr, flush=True)
 
     t0 = time.time()
-    results = run_all(jobs, upstream, workers=opts.jobs, timeout=opts.timeout, logs=opts.logs, progress=progress)
+    package_root = Path(opts.package_root).resolve() if opts.package_root else None
+    results = run_all(jobs, upstream, workers=opts.jobs, timeout=opts.timeout, logs=opts.logs, progress=progress,
+                      package_root=package_root)
     partial = bool(opts.only) or set(opts.groups) != set(selection.GROUPS)
     full_run = {"date": datetime.date.today().isoformat(), "workers": opts.jobs,
                 "wall_minutes": round((time.time() - t0) / 60, 1)}

@@ -23,7 +23,7 @@ from ..dtypes import DT_BF16, DT_FP16, DT_FP32
 from ..ir.graph import Block, Branch, Loop, Op
 from ..ops.registry import REGISTRY
 
-_SKIP = {"cast", "view", "assemble", "reshape", "tensor", "full", "clone", "concat", "transpose", "expand_clone"}
+_SKIP = {"cast", "view", "view_dtype", "assemble", "reshape", "tensor", "full", "clone", "concat", "transpose", "expand_clone"}
 # the ops the A2/A3 vector unit has no fp16 form of (upstream's list, in this package's op names)
 FP16_IN_FP32 = frozenset({"add", "sub", "mul", "fmod", "index_add"})
 

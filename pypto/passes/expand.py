@@ -51,6 +51,7 @@ DIM_WHOLE = {"argmax", "argmin", "var", "cumsum", "cumprod", "argsort", "online_
 WHOLE |= {"index_put", "fillpad", "gather_in_ub", "gather_in_l1"}  # pypto/ops/more_indexing.py
 PAGED_GATHERS = {"gather_in_ub", "gather_in_l1"}  # their first operand is a paged cache's base
 LAST_DIM_WHOLE |= {"gathermask"}  # pypto/ops/more_indexing.py: the masked last dim stays whole
+LAST_DIM_WHOLE |= {"view_dtype"}  # pypto/ops/shape.py: elements of two sizes share the last dim's bytes
 
 
 def leading_tile(vec, shape):
