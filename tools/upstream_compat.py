@@ -25,6 +25,7 @@ from compat import checks, report, selection
 from compat.failures import OUT_OF_SCOPE, out_of_scope
 from compat.results import FileResult
 from compat.runner import run_all
+from compat.soc_features import soc_only_table
 from compat.uncollected import uncollected
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "COMPAT.md")
     parser.add_argument("--json", type=Path, default=REPO / "docs" / "compat.json")
     parser.add_argument("--logs", type=Path, help="keep each file's output and raw result here")
+    parser.add_argument("--upstream-commit", help="the upstream commit, for a checkout exported without .git")
     parser.add_argument("--package-root", default=str(REPO),
                         help="checkout whose pypto/ the upstream files import (default: the one holding this tool; "
                              "'' for the installed package)")
@@ -126,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     if not jobs:
         print("no upstream files selected", file=sys.stderr)
         return 2
-    commit = upstream_commit(upstream)
+    commit = opts.upstream_commit or upstream_commit(upstream)
     print(f"running {len(jobs)} upstream files from {upstream} ({commit[:10]}), -j {opts.jobs}, "
           f"timeout {opts.timeout:g} s", file=sys.stderr)
 
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write(opts, results, meta, upstream) -> int:
     """Both reports; tests of files that collected nothing counted from the upstream sources."""
-    meta = {**meta, "uncollected": uncollected(results, upstream)}
+    meta = {**meta, "uncollected": uncollected(results, upstream), "soc_only": soc_only_table(results, upstream)}
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     opts.json.parent.mkdir(parents=True, exist_ok=True)
     opts.json.write_text(json.dumps(report.to_json(results, meta), indent=1, ensure_ascii=False) + "\n")
