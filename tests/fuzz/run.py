@@ -48,12 +48,13 @@ def sweep(n: int, seed_value: int, max_steps: int = 8, progress: int = 0):
     def one(prog):
         outcome = run_program(prog, workdir.name)
         counts[outcome.status] += 1
+        counts["two-value"] += outcome.kind == "two-value"
         if outcome.status == "fail":
             failures.append((prog, outcome))
         elif outcome.status == "rejected":
             tiles = "default vec tiles" if prog.vec_tile is None else "drawn vec tiles"
             rejections[f"{outcome.kind}: {re.sub(r'[0-9]+', '#', outcome.detail)[:160]} ({tiles})"] += 1
-        done = sum(counts.values())
+        done = counts["pass"] + counts["fail"] + counts["rejected"]
         if progress and done % progress == 0:
             print(f"fuzz seed {seed_value} so far: {_summary(counts, time.perf_counter() - start)}",
                   file=sys.stderr, flush=True)
@@ -66,8 +67,9 @@ def sweep(n: int, seed_value: int, max_steps: int = 8, progress: int = 0):
 
 
 def _summary(counts, elapsed: float) -> str:
-    total = sum(counts.values())
-    return (f"{total} kernels run, {counts['pass']} passed, {counts['fail']} failed, "
+    total = counts["pass"] + counts["fail"] + counts["rejected"]
+    two = f" ({counts['two-value']} of them by the two-value rule)" if counts["two-value"] else ""
+    return (f"{total} kernels run, {counts['pass']} passed{two}, {counts['fail']} failed, "
             f"{counts['rejected']} rejected-as-invalid (PyptoError), {elapsed:.1f} s")
 
 
