@@ -135,7 +135,9 @@ class Expander:
 
     @staticmethod
     def grid_of(shape, tile) -> tuple:
-        return tuple(E.simplify_dim(E.ceildiv(s, t)) if not (isinstance(s, int) and s <= t) else 1
+        # a tile that is its whole dim is one tile, also when the dim is 0 at a call (ceildiv(s, s)
+        # would divide by the size)
+        return tuple(E.simplify_dim(E.ceildiv(s, t)) if not ((isinstance(s, int) and s <= t) or s == t) else 1
                      for s, t in zip(shape, tile))
 
     def access(self, v: Value, tile, axes, grid, *, extent=None, base_shift=None) -> Access:
