@@ -68,7 +68,9 @@ tests (`python/tests/st/operator/distributed`) select no test on one card (upstr
 
 - Rerun: `python tools/upstream_compat.py --upstream <checkout> -j 2`{rerun};
   `--only PATTERN` reruns the matching files and merges them into this report; `--logs DIR` keeps
-  every file's output.
+  every file's output; the files import the `pypto/` of the checkout holding the tool
+  (`--package-root` for another one, `''` for the installed package), so a worktree tests its
+  own code; `--upstream-commit` names the commit of a checkout exported without `.git`.
 - Selection. `examples/`: every `*.py` but `validate_examples.py` and `__init__.py`, run as a
   script. `models/`: every `*.py` with an `if __name__ == "__main__":` block (the model tests and
   runnable scripts, not the `*_impl.py` / `utils/` helpers), run as a script. Scripts that declare
