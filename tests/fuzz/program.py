@@ -133,7 +133,10 @@ class Program:
         return None
 
     def alias_input(self, metas, in_dims, out_dims):
-        """An input with out0's shape and dtype (not broadcast, not read shifted), or None."""
+        """An input with out0's shape and dtype (not broadcast, not read shifted), or None; not with
+        a column window (out0 is written only there, and its other elements would be the input's)."""
+        if self.window is not None:
+            return None
         shifted = self.shift[0] if self.shift is not None else None
         out_dtype = metas[self.outputs[0]][0] if self.epilogue is None or self.outputs[0] != self.epilogue_value \
             else None
