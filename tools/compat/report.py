@@ -112,7 +112,9 @@ def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int
     missing = meta.get("uncollected") or {}
     out += ["", "## Test-case pass rates", "",
             "Pass rate = passed / (passed + failed + error + out of scope); the in-scope rate leaves the "
-            "out-of-scope cases out. Skipped cases (upstream's own skips and SoC filters) count in neither. "
+            "out-of-scope cases out. Skipped cases (upstream's own skips) count in neither; tests marked for "
+            "other SoCs only are deselected before they run and are in no column (listed in the next "
+            "section). "
             "Not collected = `test_*` functions of pytest files that reported no case at all (import "
             "failure, timeout before collection, out of scope as a whole), counted from the source "
             "(`tools/compat/uncollected.py`; a parametrized test counts once). The last column counts "
