@@ -148,8 +148,6 @@ class LoweredExecutor:
             deferred = self.check_sizes(
                 env, input_loader(self.lowered.program.params, self.lowered.written_params, tensors)
                 if self.check_sizes.reads_elements else None) or ()
-        if deferred:  # sizes only the run can decide: checked where their ops run, on restorable arguments
-            return self._run_checked(tensors, env, options, deferred)
         knobs = self._knobs
         if knobs[0] is not options:  # read once per resolved options object
             if options is not None:
@@ -160,6 +158,8 @@ class LoweredExecutor:
                 knobs = (None, self.max_roots, self.vso, False)
             self._knobs = knobs
         _, max_roots, vso, serial = knobs
+        if deferred:  # sizes only the run can decide: checked where their ops run, on restorable arguments
+            return self._run_checked(tensors, env, options, deferred, max_roots, vso, serial)
         tensors, same, overlap = separate_overlaps(self.lowered, tensors)  # inputs as before any write
         self._mine.same = same  # the timing replay sees parameters passed one tensor as one memory
         serial = serial or overlap
@@ -196,18 +196,16 @@ class LoweredExecutor:
             return None
         return [self._result(v, tensors, memory, plan.final_env) for v in plan.returns]
 
-    def _run_checked(self, tensors, env, options, deferred):
+    def _run_checked(self, tensors, env, options, deferred, max_roots, vso, serial):
         """A call with guards the pre-run check could not decide (an offset read from an element the
         call writes first): the written arguments are saved, each guard is checked where its op
         runs (`ReadingStitcher`), and a mismatch puts the saved values back before it is raised,
         so a refused call changes nothing the caller passed."""
         written = self.lowered.written_params
-        saved_params = [(t, None) for p, t in zip(self.lowered.program.params, tensors) if p.value.id in written]
-        require_fits(sum(t.numel() * t.element_size() for t, _ in saved_params),
+        targets = [t for p, t in zip(self.lowered.program.params, tensors) if p.value.id in written]
+        require_fits(sum(t.numel() * t.element_size() for t in targets),
                      "a copy of the written arguments (restored if a size check of the run fails)", options)
-        saved = [(t, t.clone()) for t, _ in saved_params]
-        _, max_roots, vso, serial = self._knobs if self._knobs[0] is options else \
-            (None, self.max_roots, self.vso, False)
+        saved = [(t, t.clone()) for t in targets]
         separated, same, overlap = separate_overlaps(self.lowered, tensors)
         self._mine.same = same
         try:
