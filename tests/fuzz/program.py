@@ -116,19 +116,21 @@ class Program:
     def mismatch(self):
         """(input, axis) for the call with disagreeing runtime sizes, or None: an input and another
         one, both full along a runtime axis, that a binary op combines; the first input grown by
-        one there must be refused (torch refuses the shapes). On a looped axis the kernel reads
-        row tiles, so only two runtime sizes of one form must agree (an input annotated DYNAMIC
-        against a static size there is read for the loop's rows: its extra rows are never read,
-        as in torch with the same slices); on other axes also a DYNAMIC one against a static one."""
+        one there must be refused (torch refuses the shapes). Not on a looped axis: the kernel
+        reads row tiles there, and rows past the loop's range are never read, as in torch with the
+        same slices (sweep 2043 drew such calls); an input annotated DYNAMIC where the others have
+        a static size counts too, unless that size is 1 (it broadcasts, in torch and here)."""
         shifted = self.shift[0] if self.shift is not None else None
         for a, d in enumerate(self.dims):
-            looped = a < len(self.loop_tiles)
+            if a < len(self.loop_tiles):
+                continue
             for st in self.steps:
                 if st.op not in BINARY:
                     continue
                 full = [i for i in st.args if i < self.n_inputs and i != shifted and a not in self.input_masks[i]]
                 for i in full:
-                    if (d.runtime or (not looped and (i, a) in self.dynamic_in)) and any(j != i for j in full):
+                    if (d.runtime or ((i, a) in self.dynamic_in and d.sizes[0] != 1)) \
+                            and any(j != i for j in full):
                         return (i, a)
         return None
 
