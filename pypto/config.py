@@ -200,16 +200,21 @@ def get_semantic_label() -> str | None:
 # ---- matmul sizes of reshaped NZ inputs --------------------------------------------------------------
 
 def set_matrix_size(size) -> None:
-    """The original ``[m, k, n]`` of NZ matmul inputs that were reshaped (ints or symbolic scalars)."""
+    """The original ``[m, k, n]`` of NZ matmul inputs that were reshaped (ints or symbolic scalars).
+
+    As upstream, ``0`` marks a size not given (``[m, 0, n]`` leaves ``k`` to the operands), and a
+    list of fewer than three entries gives none of them; more than three, or a negative size, is
+    refused (upstream silently drops extras, which only hides a mistake).
+    """
     from .frontend.scalar import SymbolicScalar
 
     loc = user_loc(2)
-    if not isinstance(size, (list, tuple)) or len(size) != 3 or not all(
-            isinstance(s, SymbolicScalar) or (isinstance(s, int) and not isinstance(s, bool) and s > 0)
+    if not isinstance(size, (list, tuple)) or len(size) > 3 or not all(
+            isinstance(s, SymbolicScalar) or (isinstance(s, int) and not isinstance(s, bool) and s >= 0)
             for s in size):
         raise ArgumentValueError("pypto.set_matrix_size takes [m, k, n]",
-                                 expected="three positive ints or symbolic scalars", got=repr(size), param="size",
-                                 loc=loc)
+                                 expected="up to three ints >= 0 (0: not given) or symbolic scalars",
+                                 got=repr(size), param="size", loc=loc)
     _state["matrix_size"] = list(size)
 
 

@@ -756,7 +756,8 @@ def _bind_tensors(sig: Signature, raw: list, loc, opts=None):
         if dt is None:
             dt = _TORCH_DT[t.dtype] = from_torch(t.dtype, param=spec.param, loc=loc)
         if spec.dtype is not None and dt is not spec.dtype:
-            raise ArgumentTypeError(f"tensor argument '{spec.param}' has the wrong dtype",
+            raise ArgumentTypeError(f"tensor argument '{spec.param}' has the wrong dtype (it does not match the "
+                                    f"dtype of its annotation)",
                                     expected=f"{spec.dtype.name} ({spec.describe()})",
                                     got=f"{dt.name} ({t.dtype})", param=spec.param, loc=loc)
         if not t.is_contiguous():  # a view: the call runs on a dense copy (strided.py)

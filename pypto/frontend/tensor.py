@@ -210,7 +210,7 @@ class Tensor:
     def matmul(self, o, *a, **k): return _ops().matmul(self, o, *a, **k)
     def transpose(self, dim0=-2, dim1=-1): return _ops().transpose(self, dim0, dim1)
     def reshape(self, shape, **k): return _ops().reshape(self, shape, **k)
-    def view(self, shape, offsets, **k): return _ops().view(self, shape, offsets, **k)
+    def view(self, shape=None, offsets=None, **k): return _ops().view(self, shape, offsets, **k)
     def clone(self): return _ops().clone(self)
     def expand_clone(self, shape, **k): return _ops().expand_clone(self, shape, **k)
     def topk(self, k, dim=-1, largest=True): return _ops().topk(self, k, dim, largest)

@@ -136,19 +136,24 @@ def dedup(guards) -> tuple:
 
 def checker(guards, symbols):
     """A function ``check(env, load=None)`` that raises `ArgumentValueError` for the first guard
-    that fails (None when there is nothing to check). Guards over other symbols than ``symbols``
-    (the signature's dynamic sizes) and the indices of their loops are left out: they cannot be
-    decided before the run. A loop guard that reads tensor elements is checked only when
-    ``load(param, indices)`` is given (the caller's inputs); a ``load`` that raises `Undecidable`
-    (an element the kernel writes first) leaves it to the run."""
+    that fails and returns the guards it could not decide (None when there is nothing to check).
+
+    Guards over the signature's dynamic sizes (``symbols``) and the indices of their loops are
+    checked from the call's sizes (see `_LoopChecks` for the looped ones). A guard that reads a
+    tensor element is checked only when ``load(param, indices)`` is given (the caller's inputs);
+    one whose ``load`` raises `Undecidable` (an element the kernel writes before it reads it),
+    and one over other symbols, cannot be decided before the run: ``check`` returns them, and the
+    run checks each where the op it guards runs (`runtime_check`), on arguments it can restore.
+    """
     known = set(symbols)
 
     def decidable(e):
         return not isinstance(e, E.Expr) or (E.free_symbols(e) <= known and "load(" not in E._source(e))
 
     usable = [g for g in guards if not g.loops and decidable(g.lhs) and decidable(g.rhs)]
-    looped = [g for g in guards if g.loops and _loop_decidable(g, known)]
-    if not usable and not looped:
+    looped = [g for g in guards if g not in usable and _loop_decidable(g, known)]
+    at_run = tuple(g for g in guards if g not in usable and g not in looped)
+    if not usable and not looped and not at_run:
         return None
     lines = ["def check(env, load=None):"]
     for k, g in enumerate(usable):
@@ -158,19 +163,36 @@ def checker(guards, symbols):
         if conds:
             test = " and ".join(f"({E._source(c)})" for c in conds) + f" and {test}"
         lines.append(f"    if {test}: fail({k}, env)")
-    if looped:
-        lines.append("    every_iteration(env, load)")
-    lines.append("    return None")
+    lines.append("    return at_run + every_iteration(env, load)" if looped else "    return at_run")
 
     def fail(k, env):
         raise _mismatch(usable[k], env)
 
-    namespace = {"min": min, "max": max, "fail": fail, "every_iteration": _LoopChecks(looped, known)}
+    namespace = {"min": min, "max": max, "fail": fail, "every_iteration": _LoopChecks(looped, known),
+                 "at_run": at_run}
     exec(compile("\n".join(lines) + "\n", "<pypto size guards>", "exec"), namespace)  # noqa: S102
     check = namespace["check"]
     check.guards = tuple(usable) + tuple(looped)
     check.reads_elements = bool(namespace["every_iteration"].reading)
     return check
+
+
+def runtime_check(guards, env, load) -> None:
+    """Check the guards left to the run (`checker`) at one point of it: ``env`` binds the sizes
+    and the indices of the loops around the op they guard, ``load`` reads elements as they are
+    now (what the op's views read). Raises `ArgumentValueError` for the first that fails."""
+    for g in guards:
+        if any(lr.index not in env for lr in g.loops):
+            continue
+        if any(bool(E.evaluate(c, env, load)) != answer for c, answer in g.when):
+            continue
+        a, b = E.evaluate(g.lhs, env, load), E.evaluate(g.rhs, env, load)
+        if g.rel == "exact":
+            ok = b != 0 and a % b == 0
+        else:
+            ok = a == b if g.rel == "eq" else a <= b
+        if not ok:
+            raise _mismatch(g, env, load)
 
 
 def input_loader(params, written_ids, tensors):
@@ -220,7 +242,8 @@ class _LoopChecks:
         self.names = tuple(sorted(set().union(*(E.free_symbols(e) for g in self.size_only for e in _reads(g))) & known))
         self.passed: dict = {}
 
-    def __call__(self, env, load=None):
+    def __call__(self, env, load=None) -> tuple:
+        """Check; return the guards that read an element the run writes first (left to the run)."""
         if self.size_only:
             key = tuple(env.get(n) for n in self.names)
             if key not in self.passed:
@@ -229,12 +252,15 @@ class _LoopChecks:
                 if len(self.passed) >= self.MEMO:
                     self.passed.clear()
                 self.passed[key] = True
-        if load is not None:
-            for g in self.reading:
-                try:
-                    _check_every_iteration(g, env, load)
-                except Undecidable:
-                    continue
+        if load is None:
+            return self.reading
+        undecided = []
+        for g in self.reading:
+            try:
+                _check_every_iteration(g, env, load)
+            except Undecidable:
+                undecided.append(g)
+        return tuple(undecided)
 
 
 def _check_every_iteration(g, env, load) -> None:

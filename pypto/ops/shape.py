@@ -8,7 +8,7 @@ import math
 from .._lazy import torch
 
 from ..dtypes import DT_INT32, DT_INT64
-from ..errors import DTypeError, KernelRuntimeError, KernelSyntaxError, ShapeError
+from ..errors import ArgumentTypeError, DTypeError, KernelRuntimeError, KernelSyntaxError, ShapeError
 from ..frontend.builder import require
 from ..frontend.scalar import SymbolicScalar
 from ..frontend.tensor import Tensor
@@ -20,17 +20,22 @@ from .registry import register
 
 # ---- view ------------------------------------------------------------------------------------------
 
-def view(input, shape, offsets, *, valid_shape=None, dtype=None):
+def view(input, shape=None, offsets=None, *, valid_shape=None, dtype=None):
     """A window of ``input`` of size ``shape`` at ``offsets`` (ints or symbolic scalars).
 
     Its valid shape is clipped at the parent's edge (``min(max(valid - offset, 0), size)``) unless
-    ``valid_shape`` is given. Writing into a view writes into ``input``.
+    ``valid_shape`` is given. Writing into a view writes into ``input``. With ``dtype`` alone
+    (upstream's ``view(x, dtype=...)``) the same bytes are read as another dtype: the last dim
+    (and its valid extent) scales by the ratio of the element sizes.
     """
     tensor_arg(input, "view", "input")
     if dtype is not None and dtype is not input.dtype:
-        raise DTypeError("pypto.view: reinterpreting the dtype is not supported yet",
-                         expected=f"dtype=None or {input.dtype.name}", got=repr(dtype), param="dtype",
-                         loc=loc())
+        return _view_dtype(input, dtype, shape, offsets, valid_shape)
+    if shape is None or offsets is None:
+        missing = "shape" if shape is None else "offsets"
+        raise ArgumentTypeError(f"pypto.view needs '{missing}' (only a dtype view takes neither)",
+                                expected="view(input, shape, offsets) or view(input, dtype=...)",
+                                got=f"{missing}=None", param=missing, loc=loc())
     v = input._value
     shape = shape_list(shape, "view")
     offs = shape_list(offsets, "view", "offsets")
@@ -74,6 +79,50 @@ def _view(ins, attrs, ev):
             end = min(end, start + max(valid[d], 0))
         index.append(slice(start, end))
     return x[tuple(index)]
+
+
+def _view_dtype(input, dtype, shape, offsets, valid_shape):
+    """``view(x, dtype=...)``: a bitwise reinterpretation (upstream ``View(input, dtype)``)."""
+    if shape is not None or offsets is not None or valid_shape is not None:
+        raise ArgumentTypeError("pypto.view with a new 'dtype' takes no shape, offsets or valid_shape",
+                                expected="view(input, dtype=...)", got="a window as well", param="dtype",
+                                loc=loc())
+    if not isinstance(dtype, type(input.dtype)) or not dtype.supported or not input.dtype.supported:
+        raise DTypeError("pypto.view: this dtype cannot be reinterpreted here", expected="a supported dtype",
+                         got=repr(dtype), param="dtype", loc=loc())
+    v = input._value
+    if v.rank == 0:
+        raise ShapeError("pypto.view with a new 'dtype' needs a tensor of rank >= 1", got="rank 0",
+                         param="input", loc=loc())
+    src, dst = input.dtype.itemsize, dtype.itemsize
+
+    def scaled(n, what):
+        if src >= dst:
+            return E.simplify_dim(E.mul(n, src // dst)) if isinstance(n, E.Expr) else n * (src // dst)
+        ratio = dst // src
+        if isinstance(n, int):
+            if n % ratio:
+                raise ShapeError(f"pypto.view: the last dim's {what} is not a whole number of {dtype.name} "
+                                 f"elements", expected=f"a multiple of {ratio}", got=n, param="dtype",
+                                 loc=loc())
+            return n // ratio
+        return E.exact_quotient(E.lift(n), E.lift(ratio)) or E.simplify_dim(E.floordiv(n, ratio))
+
+    shape = list(v.shape[:-1]) + [scaled(v.shape[-1], "size")]
+    valid = list(v.valid_shape[:-1]) + [scaled(v.valid_shape[-1], "valid extent")]
+    return emit("view_dtype", [input], [(dtype, shape, valid)], {"dtype": dtype})
+
+
+@register("view_dtype", kind="vector")
+def _view_dtype_leaf(ins, attrs, ev):
+    """The input's bytes read as another dtype (a copy: the last dim scales)."""
+    x = ins[0].contiguous()
+    target = attrs["dtype"].torch()
+    ratio = attrs["dtype"].itemsize / x.element_size()
+    if ratio > 1 and x.shape[-1] % int(ratio):
+        raise KernelRuntimeError("view with a new dtype: the last dim's valid extent is not a whole number "
+                                 "of the new elements", expected=f"a multiple of {int(ratio)}", got=x.shape[-1])
+    return x.view(target).clone()
 
 
 # ---- assemble --------------------------------------------------------------------------------------

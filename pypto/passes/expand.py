@@ -51,6 +51,7 @@ DIM_WHOLE = {"argmax", "argmin", "var", "cumsum", "cumprod", "argsort", "online_
 WHOLE |= {"index_put", "fillpad", "gather_in_ub", "gather_in_l1"}  # pypto/ops/more_indexing.py
 PAGED_GATHERS = {"gather_in_ub", "gather_in_l1"}  # their first operand is a paged cache's base
 LAST_DIM_WHOLE |= {"gathermask"}  # pypto/ops/more_indexing.py: the masked last dim stays whole
+LAST_DIM_WHOLE |= {"view_dtype"}  # pypto/ops/shape.py: elements of two sizes share the last dim's bytes
 
 
 def leading_tile(vec, shape):
@@ -134,7 +135,9 @@ class Expander:
 
     @staticmethod
     def grid_of(shape, tile) -> tuple:
-        return tuple(E.simplify_dim(E.ceildiv(s, t)) if not (isinstance(s, int) and s <= t) else 1
+        # a tile that is its whole dim is one tile, also when the dim is 0 at a call (ceildiv(s, s)
+        # would divide by the size)
+        return tuple(E.simplify_dim(E.ceildiv(s, t)) if not ((isinstance(s, int) and s <= t) or s == t) else 1
                      for s, t in zip(shape, tile))
 
     def access(self, v: Value, tile, axes, grid, *, extent=None, base_shift=None) -> Access:

@@ -20,7 +20,7 @@ from .._lazy import torch
 from ..errors import KernelRuntimeError
 from ..ir import expr as E
 from ..ir.graph import Branch, Loop, iter_items, unbound_symbols
-from ..ir.guards import checker, input_loader
+from ..ir.guards import checker, input_loader, runtime_check
 from ..ops.registry import REGISTRY
 from .argument_overlap import remap_keys, separate_overlaps, shared_memory_test
 from .collector import paused
@@ -175,9 +175,11 @@ class LoweredExecutor:
     def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
         of this call (runtime options such as stitching are read per call, not per compile)."""
+        deferred = ()
         if self.check_sizes is not None:
-            self.check_sizes(env, input_loader(self.lowered.program.params, self.lowered.written_params, tensors)
-                             if self.check_sizes.reads_elements else None)
+            deferred = self.check_sizes(
+                env, input_loader(self.lowered.program.params, self.lowered.written_params, tensors)
+                if self.check_sizes.reads_elements else None) or ()
         knobs = self._knobs
         if knobs[0] is not options:  # read once per resolved options object
             if options is not None:
@@ -189,6 +191,8 @@ class LoweredExecutor:
             knobs += (knobs[1:3] + (False, ()),)  # a direct call's plan key, before the sizes
             self._knobs = knobs
         _, max_roots, vso, serial, _ = knobs
+        if deferred:  # sizes only the run can decide: checked where their ops run, on restorable arguments
+            return self._run_checked(tensors, env, options, deferred, max_roots, vso, serial)
         tensors, same, overlap = separate_overlaps(self.lowered, tensors)  # inputs as before any write
         serial = serial or overlap
         if self.reads_elements:
@@ -271,6 +275,24 @@ class LoweredExecutor:
         memory = self.last_memory
         return [self._result(v, tensors, memory, plan.final_env) for v in plan.returns]
 
+    def _run_checked(self, tensors, env, options, deferred, max_roots, vso, serial):
+        """A call with guards the pre-run check could not decide (an offset read from an element the
+        call writes first): the written arguments are saved, each guard is checked where its op
+        runs (`ReadingStitcher`), and a mismatch puts the saved values back before it is raised,
+        so a refused call changes nothing the caller passed."""
+        written = self.lowered.written_params
+        targets = [t for p, t in zip(self.lowered.program.params, tensors) if p.value.id in written]
+        require_fits(sum(t.numel() * t.element_size() for t in targets),
+                     "a copy of the written arguments (restored if a size check of the run fails)", options)
+        saved = [(t, t.clone()) for t in targets]
+        separated, same, overlap = separate_overlaps(self.lowered, tensors)
+        try:
+            return self._run_reading(separated, env, max_roots, vso, serial or overlap, same, deferred)
+        except Exception:
+            for t, copy in saved:
+                t.copy_(copy)
+            raise
+
     def _plan(self, tensors, env, max_roots, vso, serial, same=()) -> CallPlan:
         lowered = self.lowered
 
@@ -313,9 +335,10 @@ class LoweredExecutor:
         info = RunInfo(steps, _order(steps, where), planner.variant_counts)
         return CallPlan(layout, steps, stitcher.stream, stitcher.done, returns, env, info)
 
-    def _run_reading(self, tensors, env, max_roots, vso, serial, same=()):
+    def _run_reading(self, tensors, env, max_roots, vso, serial, same=(), deferred=()):
         """Programs whose control flow or addresses read tensor elements: walk on every call and run
-        what is pending before each read."""
+        what is pending before each read. ``deferred``: guards checked before each root that runs
+        the op they guard (at its loop indices, with the elements as they are then)."""
         lowered = self.lowered
         layout = Layout(lowered, [tuple(t.shape) for t in tensors])
         memory = Memory(layout, list(tensors), lazy=True)
@@ -349,6 +372,13 @@ class LoweredExecutor:
 
         class ReadingStitcher(Stitcher):
             def add_root(self, index, env_, load_):
+                if deferred:
+                    guards = guarded.get(index)
+                    if guards is None:
+                        locs = {op.loc for call in lowered.roots[index].calls for op in call.leaf.ops}
+                        guards = guarded[index] = tuple(g for g in deferred if g.loc in locs)
+                    if guards:
+                        runtime_check(guards, env_, load_)
                 before = len(self.tasks)
                 super().add_root(index, env_, load_)
                 if same:
@@ -357,6 +387,7 @@ class LoweredExecutor:
                     layout.note_aliases(t)
                 pending.extend(self.tasks[before:])
 
+        guarded: dict = {}  # root index -> the deferred guards of its ops
         stitcher = ReadingStitcher(lowered, max_roots)
         env = {**self.symbol_defaults, **env}
         returns = walk(lowered.control, env, stitcher, load)

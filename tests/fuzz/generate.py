@@ -66,11 +66,10 @@ def steps(draw, dtype: str, rank: int, n_loop: int, masks: tuple, n_steps: int) 
             kinds.append("if")
         kind = draw(st.sampled_from(kinds))
         if kind == "unary":
-            # no clone of a half value: AutoCast (as upstream's) lets an fp32 consumer read the
-            # unrounded value while clone reads the rounded copy, so `x >= clone(x)` can be false
-            # on the device too; the per-op-rounding reference cannot model that split
-            step = Step(draw(st.sampled_from([o for o in _ops_for(dt, UNARY)
-                                              if not o.endswith("_s") and not (o == "clone" and dt in ("fp16", "bf16"))])), (a,))
+            # clone of a half value too: AutoCast (as upstream's) lets an fp32 chain read the
+            # unrounded value while clone reads the rounded copy (`x >= clone(x)` can be false);
+            # the oracle tells that rule from a wrong number (oracle._matches_rounding_every_op)
+            step = Step(draw(st.sampled_from([o for o in _ops_for(dt, UNARY) if not o.endswith("_s")])), (a,))
         elif kind == "scalar":
             op = draw(st.sampled_from(["mul_s", "add_s", "rsub_s"]))
             step = Step(op, (a,), draw(st.sampled_from(SCALARS["f" if dt in FLOAT else "i"])))

@@ -113,6 +113,48 @@ class Program:
         looped = [j for j, m in enumerate(self.input_masks) if j != i and 0 not in m]
         return any(st.op in BINARY and i in st.args and any(j in st.args for j in looped) for st in self.steps)
 
+    def mismatch(self):
+        """(input, axis) for the call with disagreeing runtime sizes, or None: an input and another
+        one, both full along a runtime axis, that a binary op combines; the first input grown by
+        one there must be refused (torch refuses the shapes). Not on a looped axis: the kernel
+        reads row tiles there, and rows past the loop's range are never read, as in torch with the
+        same slices (sweep 2043 drew such calls); an input annotated DYNAMIC where the others have
+        a static size counts too, unless that size is 1 (it broadcasts, in torch and here)."""
+        shifted = self.shift[0] if self.shift is not None else None
+        for a, d in enumerate(self.dims):
+            if a < len(self.loop_tiles):
+                continue
+            for st in self.steps:
+                if st.op not in BINARY:
+                    continue
+                full = [i for i in st.args if i < self.n_inputs and i != shifted and a not in self.input_masks[i]]
+                for i in full:
+                    if (d.runtime or ((i, a) in self.dynamic_in and d.sizes[0] != 1)) \
+                            and any(j != i for j in full):
+                        return (i, a)
+        return None
+
+    def alias_input(self, metas, in_dims, out_dims):
+        """An input with out0's shape and dtype (not broadcast, not read shifted), or None; not with
+        a column window (out0 is written only there, and its other elements would be the input's)."""
+        if self.window is not None:
+            return None
+        shifted = self.shift[0] if self.shift is not None else None
+        out_dtype = metas[self.outputs[0]][0] if self.epilogue is None or self.outputs[0] != self.epilogue_value \
+            else None
+        for i in range(self.n_inputs):
+            if i != shifted and not self.input_masks[i] and out_dtype == self.dtype \
+                    and [e for _, e in in_dims[i]] == [e for _, e in out_dims[0]]:
+                return i
+        return None
+
+    def empty_call(self, metas) -> bool:
+        """Whether an extra call may take runtime axis 0 of size 0: no value is reduced over it
+        (a loop that runs no iteration writes no reduced row) and there is no accumulator."""
+        if not self.dims or not self.dims[0].runtime or self.carry or self.window is not None:
+            return False
+        return not any(0 in m for m in [m for _, m in metas[self.n_inputs:]])
+
     @property
     def epilogue_value(self) -> int:
         """The value number of the epilogue's result."""

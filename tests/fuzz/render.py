@@ -347,6 +347,11 @@ OUTPUTS = {outputs}  # per output: (dtype, shape from the call's sizes)
 STRIDED = {strided}  # pass non-contiguous tensors (same values, last two dims' strides swapped)
 CARRY = {carry}  # the loop's accumulator, zeros at the call: (dtype, shape) or None
 SHORT = {short}  # an input read rows further, passed one row short: refused before the run (or None)
+# (input, axis): at an extra call that input is one longer there than the input a binary op
+# combines it with: torch refuses the shapes, pypto must refuse the call before writing (or None)
+MISMATCH = {mismatch}
+ALIAS = {alias}  # an input of out0's shape and dtype, also passed as out0 at an extra call (or None)
+EMPTY = {empty}  # an extra call with the runtime axis 0 of size 0 (no value reduced over it)
 DTYPE = {dtype}
 SEED = {seed}
 LOOP = {loop}
@@ -367,13 +372,15 @@ def _layout(t):
     return t.transpose(-1, -2).contiguous().transpose(-1, -2) if STRIDED and t.dim() >= 2 else t
 
 
-def make_inputs(call, short=None):
+def make_inputs(call, short=None, grow=None, sizes=None):
     g = torch.Generator().manual_seed(SEED + call)
     ins = []
     for k, shape_of in enumerate(INPUT_SHAPES):
-        shape = shape_of(SIZES[call])
+        shape = list(shape_of(SIZES[call] if sizes is None else sizes))
         if k == short:
             shape = [shape[0] - 1] + list(shape[1:])
+        if grow is not None and k == grow[0]:
+            shape[grow[1]] += 1
         if DTYPE.is_floating_point:
             ins.append((torch.rand(shape, generator=g) * 4 - 2).to(DTYPE))
         else:
@@ -381,14 +388,14 @@ def make_inputs(call, short=None):
     return [_layout(t) for t in ins]
 
 
-def make_outputs(call):
+def make_outputs(call, sizes=None):
     outs = []
     for dtype, shape_of in OUTPUTS:
-        shape = shape_of(SIZES[call])
+        shape = shape_of(SIZES[call] if sizes is None else sizes)
         fill = float("nan") if dtype.is_floating_point else -7777  # unwritten elements differ
         outs.append(torch.full(shape, fill, dtype=dtype))
     if CARRY:
-        outs.append(torch.zeros(CARRY[1](SIZES[call]), dtype=CARRY[0]))
+        outs.append(torch.zeros(CARRY[1](SIZES[call] if sizes is None else sizes), dtype=CARRY[0]))
     return [_layout(t) for t in outs]
 
 
@@ -412,14 +419,17 @@ def rounding_spread(ins, want):
     return tuple((a.double() - w.double()).abs().nan_to_num(0.0) for a, w in zip(alt, want))
 
 
-def run(call):
-    """(got, want, spread) of one call: tuples of tensors (see `rounding_spread`)."""
-    ins = make_inputs(call)
+def run(call, ins=None, sizes=None, alias=None):
+    """(got, want, spread) of one call: tuples of tensors (see `rounding_spread`); ``alias``: an
+    input also passed as out0 (the call must read it as it was when the call started)."""
+    ins = make_inputs(call, sizes=sizes) if ins is None else ins
     spread_of = rounding_spread(ins, reference(*[t.clone() for t in ins]))
     _MAGNITUDE[0] = 1.0
     want = reference(*[t.clone() for t in ins])
     if LOOP:
-        outs = make_outputs(call)
+        outs = make_outputs(call, sizes=sizes)
+        if alias is not None:
+            outs[0] = ins[alias]
         kernel(*ins, *outs)
         return tuple(outs), want, spread_of
     got = kernel(*ins)
@@ -455,6 +465,43 @@ def compare(got, want, spread):
     return bad
 
 
+def _refused(ins, what):
+    """[] when the call is refused with a PyptoError before it writes an output, else the problem."""
+    outs = make_outputs(0) if LOOP else []
+    try:
+        kernel(*ins, *outs)
+    except pypto.errors.PyptoError:
+        pass
+    else:
+        return [f"{{what}} was accepted (torch refuses these shapes: a silent partial result)"]
+    for t in outs[:len(OUTPUTS)]:
+        if not bool(torch.isnan(t).all() if t.dtype.is_floating_point else (t == -7777).all()):
+            return [f"the refused call ({{what}}) wrote an output"]
+    return []
+
+
+def extra_calls():
+    """The calls after the three compared ones: a list of problems (empty when all is right)."""
+    bad = []
+    if SHORT is not None:  # torch refuses these shapes: pypto must refuse them before writing
+        bad += _refused(make_inputs(0, short=SHORT), f"input x{{SHORT}} one row short")
+    if MISMATCH is not None:
+        bad += _refused(make_inputs(0, grow=MISMATCH), f"input x{{MISMATCH[0]}} one longer in dim {{MISMATCH[1]}}")
+    if ALIAS is not None:  # torch's out= semantics: the inputs as they were when the call started
+        got, want, spread = run(0, ins=make_inputs(0), alias=ALIAS)
+        bad += [f"x{{ALIAS}} also passed as out0: {{m}}" for m in compare(got, want, spread)]
+    if EMPTY:
+        sizes = [0] + list(SIZES[0][1:])
+        try:
+            reference(*make_inputs(0, sizes=sizes))
+        except RuntimeError:  # torch refuses the empty dim (an amax over it): so must pypto
+            bad += _refused(make_inputs(0, sizes=sizes), "axis 0 of size 0")
+        else:
+            got, want, spread = run(0, sizes=sizes)
+            bad += [f"axis 0 of size 0: {{m}}" for m in compare(got, want, spread)]
+    return bad
+
+
 def main():
     for call in range(len(SIZES)):
         got, want, spread = run(call)
@@ -463,17 +510,8 @@ def main():
     info = kernel.cache_info()
     print(info)
     assert not bad and info.misses == 1
-    if SHORT is not None:  # torch refuses these shapes: pypto must refuse them before writing
-        outs = make_outputs(0) if LOOP else []
-        try:
-            kernel(*make_inputs(0, short=SHORT), *outs)
-        except pypto.errors.ArgumentValueError as e:
-            print("short input refused:", str(e).splitlines()[0])
-        else:
-            raise AssertionError(f"input x{{SHORT}} one row short was accepted (a silent partial result)")
-        for t in outs[:len(OUTPUTS)]:
-            assert bool(torch.isnan(t).all() if t.dtype.is_floating_point else (t == -7777).all()), \
-                "a refused call wrote an output"
+    bad = extra_calls()
+    assert not bad, "; ".join(bad)
 
 
 if __name__ == "__main__":
@@ -493,7 +531,9 @@ def _driver(prog: Program, metas) -> str:
     if prog.carry:
         carry = f"({TORCH_DTYPE[_out_dtype(prog, metas, prog.outputs[0])]}, {_shape_fn(carry_dims(prog, metas))})"
     short = prog.shift[0] if prog.refuses_short() else None
-    return _DRIVER.format(strided=prog.strided, carry=carry, short=short, sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
+    alias = prog.alias_input(metas, input_dims(prog), output_dims(prog, metas)) if prog.loop_tiles else None
+    return _DRIVER.format(strided=prog.strided, carry=carry, short=short, mismatch=prog.mismatch(),
+                          alias=alias, empty=prog.empty_call(metas), sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
                           dtype=TORCH_DTYPE[prog.dtype], seed=prog.seed,
                           loop=bool(prog.loop_tiles), precision=TORCH_DTYPE[_precision(metas)])
 

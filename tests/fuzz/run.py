@@ -30,9 +30,14 @@ def _family(outcome: Outcome) -> str:
     return f"{outcome.kind}:{re.sub(r'[0-9.e+-]+', '#', last)[:120]}"
 
 
-def sweep(n: int, seed_value: int, max_steps: int = 8):
-    """Run ``n`` programs; returns (counts, failures [(program, outcome)], rejections Counter)."""
+def sweep(n: int, seed_value: int, max_steps: int = 8, progress: int = 0):
+    """Run ``n`` programs; returns (counts, failures [(program, outcome)], rejections Counter).
+
+    With ``progress`` > 0 a running count goes to stderr every ``progress`` kernels, so a sweep
+    stopped before its end (a deadline, a reboot) still leaves honest counts behind.
+    """
     counts = collections.Counter()
+    start = time.perf_counter()
     failures, rejections = [], collections.Counter()
     workdir = tempfile.TemporaryDirectory(prefix="pypto_fuzz_")
 
@@ -43,17 +48,29 @@ def sweep(n: int, seed_value: int, max_steps: int = 8):
     def one(prog):
         outcome = run_program(prog, workdir.name)
         counts[outcome.status] += 1
+        counts["two-value"] += outcome.kind == "two-value"
         if outcome.status == "fail":
             failures.append((prog, outcome))
         elif outcome.status == "rejected":
             tiles = "default vec tiles" if prog.vec_tile is None else "drawn vec tiles"
             rejections[f"{outcome.kind}: {re.sub(r'[0-9]+', '#', outcome.detail)[:160]} ({tiles})"] += 1
+        done = counts["pass"] + counts["fail"] + counts["rejected"]
+        if progress and done % progress == 0:
+            print(f"fuzz seed {seed_value} so far: {_summary(counts, time.perf_counter() - start)}",
+                  file=sys.stderr, flush=True)
 
     try:
         one()
     finally:
         workdir.cleanup()
     return counts, failures, rejections
+
+
+def _summary(counts, elapsed: float) -> str:
+    total = counts["pass"] + counts["fail"] + counts["rejected"]
+    two = f" ({counts['two-value']} of them by the two-value rule)" if counts["two-value"] else ""
+    return (f"{total} kernels run, {counts['pass']} passed{two}, {counts['fail']} failed, "
+            f"{counts['rejected']} rejected-as-invalid (PyptoError), {elapsed:.1f} s")
 
 
 def write_repros(failures, out: Path, limit: int = 20) -> list[Path]:
@@ -79,9 +96,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="fuzz-failures", help="folder for repros of failures")
     ap.add_argument("--max-steps", type=int, default=8, help="longest op chain")
+    ap.add_argument("--progress", type=int, default=0, metavar="K",
+                    help="print a running count to stderr every K kernels")
     args = ap.parse_args(argv)
     start = time.perf_counter()
-    counts, failures, rejections = sweep(args.n, args.seed, args.max_steps)
+    counts, failures, rejections = sweep(args.n, args.seed, args.max_steps, args.progress)
     elapsed = time.perf_counter() - start
     out = Path(args.out)
     paths = write_repros(failures, out) if failures else []
@@ -89,9 +108,7 @@ def main(argv=None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / f"rejections_seed{args.seed}.txt").write_text(
             "".join(f"{v:6d}  {k}\n" for k, v in rejections.most_common()))
-    total = sum(counts.values())
-    print(f"fuzz seed {args.seed}: {total} kernels run, {counts['pass']} passed, {counts['fail']} failed, "
-          f"{counts['rejected']} rejected-as-invalid (PyptoError), {elapsed:.1f} s"
+    print(f"fuzz seed {args.seed}: {_summary(counts, elapsed)}"
           + (f"; repros: {', '.join(map(str, paths))}" if paths else ""))
     return 1 if counts["fail"] else 0
 

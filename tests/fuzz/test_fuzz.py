@@ -145,3 +145,47 @@ def test_the_generator_reaches_every_feature():
               "carry", "strided", "explicit views", "retile", "ellipsis", "broadcast", "tile larger than dim",
               "epilogue matmul", "epilogue transpose", "epilogue concat"}
     assert wanted <= seen, sorted(wanted - seen)
+
+
+def test_the_oracle_tells_the_two_value_rule_from_a_wrong_number():
+    """Issue 20 D2: with ``t = x - 3.0`` in fp16, ``(t - maximum(t, t)) * 1024`` is not 0 under
+    upstream's AutoCast (the fp32 chain of sub and mul reads t unrounded, maximum the rounded
+    copy), as it is in torch. The oracle compiles such a program again rounding at every op,
+    where it matches torch, and passes it as ``two-value``; rounding at every op, it just passes."""
+    from pypto.passes import autocast
+
+    from .oracle import run_program
+    from .program import Dim, Program, Step
+
+    prog = Program(dtype="fp16", dims=(Dim("int", (16, 16)), Dim("dyn", (16, 8))), input_masks=(frozenset(),),
+                   steps=(Step("add_s", (0,), -3.0), Step("maximum", (1, 1)), Step("sub", (1, 2)),
+                          Step("mul_s", (3,), 1024.0)),
+                   outputs=(4,), seed=5)
+    outcome = run_program(prog)
+    assert outcome.status == "pass" and outcome.kind == "two-value", outcome.detail
+    assert "elements differ" in outcome.detail  # the default compile differs from torch ...
+    autocast.SKIP_ROUND_TRIPS = False
+    try:  # ... rounding at every op it does not
+        assert run_program(prog).kind == ""
+    finally:
+        autocast.SKIP_ROUND_TRIPS = True
+
+
+def test_the_extra_calls_cover_disagreeing_sizes_aliasing_and_empty_dims():
+    """Issue 20 item 5: the sweep's oracle runs these calls (before, only the script's main ran
+    the short call). ``out0 = x0 + x1`` over row tiles: x0 one column longer must be refused, x0
+    also passed as out0 must read x0 as it was, and zero rows must give an empty result."""
+    from .oracle import run_program
+    from .program import Dim, Program, Step
+    from .render import input_dims, output_dims, render
+
+    prog = Program(dtype="fp32", dims=(Dim("dyn", (9, 5)), Dim("dyn", (8, 6))),
+                   input_masks=(frozenset(), frozenset()), steps=(Step("add", (0, 1)),), outputs=(2,),
+                   loop_tiles=(4,), seed=3)
+    metas = prog.metas()
+    assert prog.mismatch() == (0, 1) and prog.empty_call(metas)  # not on the looped axis 0
+    assert prog.alias_input(metas, input_dims(prog), output_dims(prog, metas)) == 0
+    source = render(prog)
+    assert "MISMATCH = (0, 1)" in source and "ALIAS = 0" in source and "EMPTY = True" in source
+    outcome = run_program(prog)
+    assert outcome.status == "pass", outcome.detail

@@ -94,3 +94,17 @@ def test_amax_over_an_empty_dynamic_dim_is_refused_before_the_run_as_torch_refus
     assert bool((out == SENTINEL).all())
     x = rand((8, 70), seed=3)
     check_kernel(row_max, [x, out], x.amax(-1, True), out=1)
+
+
+@pypto.jit
+def scans_of_a_whole_dim(x: pypto.Tensor([D], FP32)):
+    pypto.set_vec_tile_shapes(1)
+    return pypto.concat([pypto.cumsum(pypto.exp(x), 0), x], 0)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_an_op_that_keeps_a_dim_whole_over_a_dim_of_size_0_is_empty_as_in_torch(n):
+    """Found by the fuzzer's empty-dim call (issue 20): the grid of a tile that is its whole
+    DYNAMIC dim was ceildiv(n, n), a division by zero at n = 0."""
+    x = rand((n,), seed=n)
+    check_kernel(scans_of_a_whole_dim, [x], torch.cat([torch.cumsum(torch.exp(x), 0), x]), loose=True)

@@ -108,3 +108,48 @@ def test_a_view_at_an_offset_read_from_a_tensor_is_checked_before_the_run():
     base = rand((8, 8), seed=8)
     want = torch.cat([x[6:10] + base[:4], x[1:5] + base[4:]])
     check_kernel(offsets_from_a_table, [x, starts, base.clone()], want, out=2)
+
+
+@pypto.jit
+def offsets_written_first(x: pypto.Tensor([D, 8], FP32), starts: pypto.Tensor([2], pypto.DT_INT32),
+                          src: pypto.Tensor([2], pypto.DT_INT32), out: pypto.Tensor([D, 8], FP32)):
+    pypto.set_vec_tile_shapes(4, 8)
+    starts[:] = src + 0  # the offsets exist only once the call has run this line
+    for b in pypto.loop(pypto.ceildiv(out.shape[0], 4)):
+        s = starts[b]
+        out[b * 4:(b + 1) * 4, :] = x[s:s + 4, :] + out[b * 4:(b + 1) * 4, :]
+
+
+@pypto.jit
+def offset_read_outside_loops(x: pypto.Tensor([D, 8], FP32), starts: pypto.Tensor([2], pypto.DT_INT32),
+                              out: pypto.Tensor([D, 8], FP32)):
+    pypto.set_vec_tile_shapes(4, 8)
+    s = starts[1]
+    out[0:4, :] = x[s:s + 4, :] + out[0:4, :]
+
+
+def test_an_offset_the_call_writes_before_reading_it_is_checked_where_the_op_runs():
+    """The last unchecked form: the offset's element does not exist before the run, so the extent
+    is checked at the iteration that reads it; a mismatch restores the written arguments."""
+    x = rand((10, 8), seed=9)
+    out = torch.full((8, 8), SENTINEL)
+    starts = torch.zeros(2, dtype=torch.int32)
+    with pytest.raises(ArgumentValueError, match="valid extents differ.*at b = 1"):
+        offsets_written_first(x, starts, torch.tensor([0, 8], dtype=torch.int32), out)
+    assert bool((out == SENTINEL).all()) and starts.tolist() == [0, 0]  # the first tile ran, then was undone
+    base = rand((8, 8), seed=10)
+    want = torch.cat([x[6:10] + base[:4], x[1:5] + base[4:]])
+    check_kernel(offsets_written_first, [x, starts, torch.tensor([6, 1], dtype=torch.int32), base.clone()], want,
+                 out=3)
+    assert starts.tolist() == [6, 1]
+
+
+def test_an_offset_read_outside_any_loop_is_checked_before_the_run():
+    x = rand((10, 8), seed=11)
+    out = torch.full((4, 8), SENTINEL)
+    with pytest.raises(ArgumentValueError, match="valid extents differ|sizes differ"):
+        offset_read_outside_loops(x, torch.tensor([0, 8], dtype=torch.int32), out)
+    assert bool((out == SENTINEL).all())
+    base = rand((4, 8), seed=12)
+    check_kernel(offset_read_outside_loops, [x, torch.tensor([0, 3], dtype=torch.int32), base.clone()],
+                 x[3:7] + base, out=2)

@@ -137,8 +137,14 @@ def test_semantic_label_matrix_size_conv_tiles():
         pypto.set_semantic_label(3)
     pypto.set_matrix_size([32, 64, 16])
     assert pypto.get_matrix_size() == [32, 64, 16]
-    with pytest.raises(pypto.ArgumentValueError, match="\\[m, k, n\\]"):
-        pypto.set_matrix_size([32, 64])
+    # upstream's convention: 0 is a size not given, a shorter list gives none
+    pypto.set_matrix_size([32, 0, 16])
+    assert pypto.get_matrix_size() == [32, 0, 16]
+    pypto.set_matrix_size([32, 64])
+    assert pypto.get_matrix_size() == [32, 64]
+    for bad in ([32, 64, 16, 8], [32, -1, 16], 32):
+        with pytest.raises(pypto.ArgumentValueError, match="\\[m, k, n\\]"):
+            pypto.set_matrix_size(bad)
     l1 = pypto.TileL1Info(tileHin=4, tileHout=4, tileWin=8, tileWout=16, tileCinFmap=16, tileCinWeight=16,
                           tileN=16, tileBatch=1)
     pypto.set_conv_tile_shapes(l1)

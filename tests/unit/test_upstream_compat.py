@@ -234,3 +234,42 @@ def test_files_that_collected_nothing_keep_their_tests_in_the_denominators(tmp_p
     text = report.to_markdown([dead, alive], {"uncollected": missing})
     row = next(line for line in text.splitlines() if line.startswith("| ut (all)"))
     assert "| 4 |" in row and row.endswith("| 42.9% |")  # 3 passed of 3 cases + 4 not collected
+
+
+def test_tests_for_the_950_only_are_listed_with_the_features_they_name(tmp_path):
+    """Issue 20: the report said nothing of the tests upstream's conftest deselects on a 910B."""
+    from compat.soc_features import UNNAMED, features_of, soc_only_table
+
+    src = ("import pytest\n@pytest.mark.soc('950')\ndef test_a():\n    x = 'DT_FP8E4M3'\n"
+           "@pytest.mark.soc('950')\ndef test_b():\n    pypto.interleave(x)\n"
+           "def test_c():\n    pass\n")
+    assert features_of(src, "test_a") == ["FP8"] and features_of(src, "test_b") == ["interleave"]
+    assert features_of(src, "test_c") == ["FP8", "interleave"]  # nothing of its own: the file's
+    assert features_of("def test_d(): pass\n", "test_d") == [UNNAMED]
+    (tmp_path / "python/tests/st").mkdir(parents=True)
+    (tmp_path / "python/tests/st/test_x.py").write_text(src)
+    r = classify(Job("st", "python/tests/st/test_x.py", "pytest"),
+                 {**raw(), "soc_only": [{"name": "test_x.py::test_a", "socs": ["950"], "function": "test_a"},
+                                        {"name": "test_x.py::test_b", "socs": ["950"], "function": "test_b"}]})
+    assert FileResult.from_dict(r.to_dict()).soc_only == r.soc_only  # kept in the JSON
+    rows = soc_only_table([r], tmp_path)
+    assert rows == [{"path": "python/tests/st/test_x.py", "tests": 2, "socs": ["950"],
+                     "features": {"FP8": 1, "interleave": 1}}]
+    text = report.to_markdown([r], {"soc_only": rows})
+    assert "## Ascend-950-only tests" in text and "| python/tests/st/test_x.py | 2 | 950 | FP8 (1), interleave (1) |" in text
+
+
+def test_the_plugin_records_tests_marked_for_other_socs(tmp_path):
+    import pytest as _pytest
+
+    from compat.pytest_plugin import CompatPlugin
+    from compat.recorder import Recorder
+
+    (tmp_path / "test_m.py").write_text(
+        "import pytest\n@pytest.mark.soc('950')\ndef test_950(): pass\n"
+        "@pytest.mark.soc('950', '910')\ndef test_both(): pass\ndef test_plain(): pass\n")
+    rec = Recorder(str(tmp_path / "out.json"), "pytest")
+    plugin = CompatPlugin(rec, str(tmp_path), str(tmp_path))
+    _pytest.main([str(tmp_path / "test_m.py"), "-q", "-p", "no:cacheprovider", "--collect-only",
+                  "-W", "ignore::pytest.PytestUnknownMarkWarning"], plugins=[plugin])
+    assert [(t["function"], t["socs"]) for t in rec.data["soc_only"]] == [("test_950", ["950"])]

@@ -22,6 +22,10 @@ class Recorder:
                                    "failure": failure.to_dict() if failure else None})
         self.write()
 
+    def add_soc_only(self, name: str, socs: list, function: str) -> None:
+        """A collected test marked only for other SoCs than the emulated 910B (never run here)."""
+        self.data.setdefault("soc_only", []).append({"name": name, "socs": socs, "function": function})
+
     def set_error(self, failure: Failure) -> None:
         """The file-level failure (an uncaught exception, a collection error); the first one wins."""
         if self.data["error"] is None:

@@ -112,7 +112,9 @@ def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int
     missing = meta.get("uncollected") or {}
     out += ["", "## Test-case pass rates", "",
             "Pass rate = passed / (passed + failed + error + out of scope); the in-scope rate leaves the "
-            "out-of-scope cases out. Skipped cases (upstream's own skips and SoC filters) count in neither. "
+            "out-of-scope cases out. Skipped cases (upstream's own skips) count in neither; tests marked for "
+            "other SoCs only are deselected before they run and are in no column (listed in the next "
+            "section). "
             "Not collected = `test_*` functions of pytest files that reported no case at all (import "
             "failure, timeout before collection, out of scope as a whole), counted from the source "
             "(`tools/compat/uncollected.py`; a parametrized test counts once). The last column counts "
@@ -129,6 +131,7 @@ def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int
             out.append(f"| {name} | {t.files} | {t.case_total} | {c['passed']} | {c['failed']} | {c['error']} | "
                        f"{c['out_of_scope']} | {c['skipped']} | {lost} | {_pct(t.pass_rate())} | "
                        f"{_pct(t.pass_rate(in_scope_only=True))} | {_pct(c['passed'] / every if every else None)} |")
+    out += _soc_only_section(meta.get("soc_only") or [])
     ranked = blockers(results)
     out += ["", "## Blockers", "",
             f"Causes of failure ranked by the files they stop (a file's first failure), then by the failing "
@@ -156,6 +159,28 @@ def to_markdown(results: list[FileResult], meta: dict, notes: str = "", top: int
     if notes:
         out += [notes.rstrip(), ""]
     return "\n".join(out)
+
+
+def _soc_only_section(rows: list) -> list:
+    """The tests upstream runs on the Ascend 950 only, with the 950 features their source names."""
+    if not rows:
+        return []
+    tests = sum(r["tests"] for r in rows)
+    overall: dict = {}
+    for r in rows:
+        for name, n in r["features"].items():
+            overall[name] = overall.get(name, 0) + n
+    out = ["", "## Ascend-950-only tests (not run on the emulated 910B)", "",
+           f"{tests} collected tests in {len(rows)} files are marked `@pytest.mark.soc(...)` without \"910\"; "
+           "upstream's conftest deselects them on a 910B card, and so on the A2/A3 this package emulates: "
+           "they are in no count above. Features their source names (the test function, else its file; "
+           "`tools/compat/soc_features.py`), tests per feature: "
+           + ", ".join(f"{name} {n}" for name, n in sorted(overall.items(), key=lambda kv: (-kv[1], kv[0]))) + ".",
+           "", "| file | tests | SoCs | features named (tests) |", "|---|---:|---|---|"]
+    for r in rows:
+        feats = ", ".join(f"{name} ({n})" for name, n in sorted(r["features"].items(), key=lambda kv: (-kv[1], kv[0])))
+        out.append(f"| {r['path']} | {r['tests']} | {', '.join(r['socs'])} | {_cell(feats)} |")
+    return out
 
 
 def status_counts(results: list[FileResult]) -> dict[str, int]:

@@ -43,6 +43,9 @@ class FileResult:
     case_causes: list = field(default_factory=list)  # [(cause Failure, count)] of failing cases
     failure: Failure | None = None
     out_of_scope: str | None = None
+    # collected tests marked for other SoCs only ({name, socs, function}): upstream's conftest
+    # deselects them on a 910B, so they are in no count of this file
+    soc_only: list = field(default_factory=list)
 
     @property
     def ran(self) -> bool:
@@ -86,6 +89,7 @@ def classify(job: Job, raw: dict | None, *, seconds: float = 0.0, timed_out: boo
             if outcome in ("failed", "error") and first_case_failure is None:
                 first_case_failure = failure
     result.case_causes = sorted(causes.items(), key=lambda kv: -kv[1])
+    result.soc_only = list(raw.get("soc_only", []))
     checks = raw.get("checks") or {}
     result.checks, result.check_failures = checks.get("calls", 0), checks.get("failures", 0)
     error = Failure.from_dict(raw.get("error"))

@@ -53,8 +53,12 @@ def copy_upstream(upstream: Path, dest: Path) -> Path:
     return dest
 
 
-def child_env() -> dict:
+def child_env(package_root: Path | None = None) -> dict:
+    """The child's environment: nothing of the caller's PYTHONPATH; with ``package_root`` (a
+    checkout holding ``pypto/``) that checkout's package is the one imported, not the installed one."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
+    if package_root is not None:
+        env["PYTHONPATH"] = str(package_root)
     # no entry-point pytest plugins (nbval, playwright ... are ours, and slow to import)
     env.update(TILE_FWK_DEVICE_ID="0", PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
                PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
@@ -70,7 +74,7 @@ def _tail(path: Path, lines: int = 1) -> str:
     return " / ".join(line.strip() for line in text[-lines:])[:300]
 
 
-def run_one(job: Job, root: Path, work: Path, timeout: float) -> FileResult:
+def run_one(job: Job, root: Path, work: Path, timeout: float, package_root: Path | None = None) -> FileResult:
     """Run one job in ``root`` (the scratch copy); logs and the result JSON go to ``work``."""
     stem = job.path.replace("/", "__")
     result_path, log_path = work / f"{stem}.json", work / f"{stem}.log"
@@ -79,7 +83,7 @@ def run_one(job: Job, root: Path, work: Path, timeout: float) -> FileResult:
     t0 = time.perf_counter()
     timed_out = False
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=root, env=child_env(), stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, cwd=root, env=child_env(package_root), stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             returncode = proc.wait(timeout=timeout)
@@ -97,8 +101,10 @@ def run_one(job: Job, root: Path, work: Path, timeout: float) -> FileResult:
 
 
 def run_all(jobs: list[Job], upstream: Path, *, workers: int, timeout: float, logs: Path | None = None,
-            progress: Callable[[int, int, FileResult], None] | None = None) -> list[FileResult]:
-    """Run every job (``workers`` at a time) in a scratch copy of ``upstream``."""
+            progress: Callable[[int, int, FileResult], None] | None = None,
+            package_root: Path | None = None) -> list[FileResult]:
+    """Run every job (``workers`` at a time) in a scratch copy of ``upstream``, importing the
+    ``pypto`` of ``package_root`` (or the installed one when it is None)."""
     scratch = Path(tempfile.mkdtemp(prefix="pypto-compat-"))
     try:
         root = copy_upstream(upstream, scratch / "upstream")
@@ -106,7 +112,7 @@ def run_all(jobs: list[Job], upstream: Path, *, workers: int, timeout: float, lo
         work.mkdir(parents=True, exist_ok=True)
         results: list[FileResult] = []
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            futures = [pool.submit(run_one, job, root, work, timeout) for job in jobs]
+            futures = [pool.submit(run_one, job, root, work, timeout, package_root) for job in jobs]
             for future in as_completed(futures):
                 results.append(future.result())
                 if progress:
