@@ -20,7 +20,6 @@ import math
 from types import MappingProxyType
 
 from ..errors import KernelRuntimeError
-from ..ir import expr as E
 from ..ops.registry import REGISTRY
 from ..passes.expand import WHOLE
 from .._lazy import torch
@@ -199,7 +198,7 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
         outs = [ref(i, "out", k, a) for k, a in enumerate(op.outputs)]
         kind = op.kind
         if kind == "gather_in":  # pieces of one operand, loaded side by side (passes/gather.py)
-            rows = [E.simplify_dim(a.shape[op.attrs["dim"]]) for a in op.inputs]
+            rows = [int(a.shape[op.attrs["dim"]]) for a in op.inputs]  # static piece sizes
             lines.append(f"    {outs[0]} = _gather([{', '.join(ins)}], {nb + op.attrs['dim']}, {rows!r})"
                          f"  # gather_in: GM -> L1")
             owned.add(outs[0])

@@ -114,10 +114,7 @@ def _split(op, k, pieces, rows, new_id):
         ins = []
         for j, acc in enumerate(op.inputs):
             if j == k:
-                # the reader's extent along T's leading dim, relative to this piece's rows
-                rel = Access(a.value, a.mem, a.shape, a.base, (None,) + tuple(a.axis[1:]),
-                             (E.simplify_dim(E.sub(a.extent[0], lo)),) + tuple(a.extent[1:]))
-                ins.append(_piece_access(src, rows, 0, rel))
+                ins.append(_piece_access(src, rows, lo, a))
             else:
                 ins.append(fix(acc))
         grid = tuple(1 if g == ax else n for g, n in enumerate(op.grid))

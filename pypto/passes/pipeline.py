@@ -187,9 +187,12 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
     in_gm = escaping | set(storage) | {v.id for v in layout_aliases.aliases.values()}
 
     t0 = time.perf_counter()
-    tile_ops = [fold_gathers(fold_in_place_updates(fold_assembled_results(
-        expand_segment([op for op in ops if op not in layout_aliases.dropped], views, new_id, new_value), in_gm), in_gm),
-        in_gm, new_id) for ops in segments]
+    def folded(ops):  # copies the device would not make (passes/fold.py, passes/gather.py)
+        ops = expand_segment([op for op in ops if op not in layout_aliases.dropped], views, new_id, new_value)
+        ops = fold_in_place_updates(fold_assembled_results(ops, in_gm), in_gm)
+        return fold_gathers(ops, in_gm, new_id)
+
+    tile_ops = [folded(ops) for ops in segments]
     verify_tile_ops(tile_ops, "expand", memory_assigned=False)
     snap("expand", "tile", t0, tile_ops, _tile_text, tile_dot)
 

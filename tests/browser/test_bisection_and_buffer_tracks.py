@@ -8,8 +8,6 @@ loaded machine); screenshots go to ``tmp_path`` and, with ``PYPTO_SCREENSHOTS=<d
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -20,6 +18,11 @@ import torch
 
 import pypto
 
+try:
+    from tests.browser._report_page import keep_screenshot, open_report
+except ImportError:
+    from _report_page import keep_screenshot, open_report
+
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,34 +31,6 @@ TABS = ("graph", "passes", "code", "cache", "timeline")
 
 D = pypto.DYNAMIC
 FP32 = pypto.DT_FP32
-
-
-def _keep(shot: Path):
-    folder = os.environ.get("PYPTO_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(folder) / shot.name)
-        print(f"screenshot: {Path(folder) / shot.name}")
-
-
-def _open(browser, path: Path, height=1000):
-    """(context, page, refused urls, page errors, seconds until the first section showed)."""
-    context = browser.new_context(viewport={"width": 1500, "height": height})
-    page = context.new_page()
-    refused, errors = [], []
-
-    def route(r):
-        if r.request.url.startswith("file://"):
-            return r.continue_()
-        refused.append(r.request.url)
-        return r.abort()
-
-    page.route("**/*", route)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    t0 = time.perf_counter()
-    page.goto(path.as_uri())
-    page.wait_for_selector("section[data-tab=graph]", state="visible")
-    return context, page, refused, errors, time.perf_counter() - t0
 
 
 def _show_tab(page, tab: str) -> float:
@@ -139,7 +114,7 @@ def small_report(tmp_path_factory):
 
 def test_passes_tab_names_the_broken_pass_with_values_side_by_side(browser, broken_report, tmp_path):
     kernel, path = broken_report
-    context, page, refused, errors, _opened = _open(browser, path)
+    context, page, refused, errors, _opened = open_report(browser, path)
     try:
         took = _show_tab(page, "passes")
         section = page.locator("section[data-tab=passes]")
@@ -157,7 +132,7 @@ def test_passes_tab_names_the_broken_pass_with_values_side_by_side(browser, brok
         assert took < BUDGET_S
         shot = tmp_path / "passes_bisection.png"
         section.screenshot(path=str(shot))
-        _keep(shot)
+        keep_screenshot(shot)
         assert not refused and not errors, (refused, errors)
     finally:
         context.close()
@@ -179,7 +154,7 @@ _JS_TRACK_POINT = """el => { const ch = el.pyptoChart, c = ch.col; let rows = ch
 
 def test_small_kernel_shows_buffer_tracks_with_capacity_and_tooltips(browser, small_report, tmp_path):
     kernel, path = small_report
-    context, page, _refused, errors, _opened = _open(browser, path)
+    context, page, _refused, errors, _opened = open_report(browser, path)
     try:
         _show_tab(page, "timeline")
         chart = page.locator(".pypto-swimlane").first
@@ -198,7 +173,7 @@ def test_small_kernel_shows_buffer_tracks_with_capacity_and_tooltips(browser, sm
         assert f"task {point['task']}" in page.inner_text(".pypto-timeline-details")
         shot = tmp_path / "timeline_buffer_tracks_small.png"
         chart.screenshot(path=str(shot))
-        _keep(shot)
+        keep_screenshot(shot)
         page.uncheck(".pypto-timeline-buffers")
         assert chart.evaluate(_JS_TRACKS)["tracks"] == 0
         assert not errors, errors
@@ -210,7 +185,7 @@ def test_big_kernel_buffer_tracks_on_demand_and_every_tab_opens_fast(browser, bi
     kernel, path = big_report
     n = len(kernel.last_run.timeline.events)
     assert n >= 2000
-    context, page, refused, errors, opened = _open(browser, path)
+    context, page, refused, errors, opened = open_report(browser, path)
     try:
         times = {tab: _show_tab(page, tab) for tab in TABS}
         chart = page.locator(".pypto-swimlane").first
@@ -240,7 +215,7 @@ def test_big_kernel_buffer_tracks_on_demand_and_every_tab_opens_fast(browser, bi
         assert opened < BUDGET_S and max(times.values()) < BUDGET_S and toggled < BUDGET_S
         shot = tmp_path / "timeline_buffer_tracks_big.png"
         chart.screenshot(path=str(shot))
-        _keep(shot)
+        keep_screenshot(shot)
         assert not refused and not errors, (refused, errors)
     finally:
         context.close()
@@ -302,7 +277,7 @@ def test_dashboard_passes_tab_and_timeline_tracks_in_jupyterlab(browser, lab_ser
         L.expect(dash.locator(".widget-select select:visible").first).to_have_value("#3 assign_memory (tile)")  # picked
         shot = tmp_path / "dashboard_passes_bisection.png"
         dash.screenshot(path=str(shot))
-        _keep(shot)
+        keep_screenshot(shot)
         dash = nb.dashboards().nth(1)
         dash.scroll_into_view_if_needed()
         t0 = time.monotonic()
@@ -316,5 +291,5 @@ def test_dashboard_passes_tab_and_timeline_tracks_in_jupyterlab(browser, lab_ser
         print(f"dashboard: Passes tab {passes_s:.2f} s, Timeline tab {timeline_s:.2f} s")
         shot = tmp_path / "dashboard_timeline_tracks.png"
         dash.screenshot(path=str(shot))
-        _keep(shot)
+        keep_screenshot(shot)
         assert not [e for e in nb.console_errors if "pageerror" in e], nb.console_errors

@@ -10,13 +10,16 @@ with ``PYPTO_SCREENSHOTS=<dir>``, to that folder too.
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+try:
+    from tests.browser._report_page import keep_screenshot, open_report
+except ImportError:
+    from _report_page import keep_screenshot, open_report
 
 pytestmark = pytest.mark.browser
 
@@ -53,32 +56,10 @@ def report(tmp_path_factory):
     return kernel, path
 
 
-def _keep(shot: Path):
-    folder = os.environ.get("PYPTO_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(folder) / shot.name)
-        print(f"screenshot: {Path(folder) / shot.name}")
-
-
 def _open(browser, path: Path, height=1100):
-    context = browser.new_context(viewport={"width": 1500, "height": height})
-    page = context.new_page()
-    refused = []
-
-    def route(r):
-        if r.request.url.startswith("file://"):
-            return r.continue_()
-        refused.append(r.request.url)
-        return r.abort()
-
-    page.route("**/*", route)
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    t0 = time.perf_counter()
-    page.goto(path.as_uri())
-    page.wait_for_selector("section[data-tab=graph] details[open] svg", state="visible")
-    opened = time.perf_counter() - t0
+    """The report opened with its graph drawn, then its timeline tab chosen (canvas attached)."""
+    context, page, refused, errors, opened = open_report(browser, path, height,
+                                                         ready="section[data-tab=graph] details[open] svg")
     page.click("nav.pypto-report-tabs button[data-tab=timeline]")
     page.wait_for_selector(".pypto-swimlane canvas", state="attached")
     return context, page, refused, errors, opened
@@ -109,7 +90,7 @@ def test_report_is_small_self_contained_and_complete(browser, report, tmp_path):
         assert opened < OPEN_BUDGET_S and switched < OPEN_BUDGET_S and paint < OPEN_BUDGET_S * 1000
         shot = tmp_path / "report_timeline.png"
         page.screenshot(path=str(shot), full_page=False)
-        _keep(shot)
+        keep_screenshot(shot)
         assert not refused, f"the report asked the network for {refused[:3]}"
         assert not errors, errors
     finally:
@@ -153,7 +134,7 @@ def test_timeline_start_reason_chain_and_critical_path(browser, report, tmp_path
         page.check(".pypto-timeline-critical")
         shot = tmp_path / "timeline_why_late.png"
         page.locator(".pypto-swimlane").first.screenshot(path=str(shot))
-        _keep(shot)
+        keep_screenshot(shot)
         assert not errors, errors
     finally:
         context.close()
@@ -223,7 +204,7 @@ def test_graph_fits_inside_its_frame(browser, report, tmp_path):
             assert s["sw"] <= s["natural"] * 1.34 + 1, s  # never blown up (CSS px are 4/3 of Graphviz's pt)
         shot = tmp_path / "report_graph.png"
         page.screenshot(path=str(shot))
-        _keep(shot)
+        keep_screenshot(shot)
         assert not errors, errors
     finally:
         context.close()
@@ -241,7 +222,7 @@ def test_buffers_over_time_in_the_report(browser, report, tmp_path):
         assert "peak" in svgs.first.text_content()
         shot = tmp_path / "report_buffers.png"
         svgs.first.screenshot(path=str(shot))
-        _keep(shot)
+        keep_screenshot(shot)
         assert not errors, errors
     finally:
         context.close()
