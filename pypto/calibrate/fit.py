@@ -30,8 +30,9 @@ BOUNDS = {
     "root_stitch_cycles": (300.0, 6000.0, "a root's expressions and stitch on the control AICPU, 0.2-3 us"),
     "aicpu_task_scale": (0.2, 2.0, "schedule-thread cycles per task within 0.2-2x of upstream's cost model"),
     "l2_bytes": (16 * 2**20, 192 * 2**20, "upstream's cost model 20 MB ... the published 192 MB"),
+    "nd_burst_bytes": (32.0, 512.0, "one 32-byte DMA block (no penalty) ... one 512-byte L2 line"),
 }
-INTEGER = {"gm_read_latency", "device_task_build_cycles", "device_task_sync_cycles", "root_stitch_cycles", "l2_bytes"}
+INTEGER = {"nd_burst_bytes", "gm_read_latency", "device_task_build_cycles", "device_task_sync_cycles", "root_stitch_cycles", "l2_bytes"}
 
 
 @dataclass

@@ -89,6 +89,8 @@ def op_cycles(machine, op, sizes, l2_hit: bool) -> int:
     if kind in _LOADS and op.outputs[0].mem in ("UB", "L1"):
         return int(_read_cost(machine, _load_bytes(op, nbytes), l2_hit)[1])
     if kind == "copy_out":
+        if op.inputs[0].mem == "L0C" and op.outputs[0].mem == "GM":
+            return int(_write_cycles(machine, _nd_write_bytes(machine, op, nbytes[0], sizes[0])))
         return int(_write_cycles(machine, nbytes[0]))
     if kind == "l1_to_l0a":
         return int(machine.mte1_latency + nbytes[0] / machine.l1_to_l0a_bw)
@@ -264,16 +266,32 @@ def _k_groups(leaf) -> dict:
     return got
 
 
-def _strided_bytes(machine, rows, cols, itemsize, whole: bool) -> float:
+def _strided_bytes(machine, rows, cols, itemsize, whole: bool, nd: bool = False) -> float:
     """Bytes a load of ``rows`` row segments of ``cols`` elements really moves: a segment
     shorter than an L2 line still moves whole lines (``whole``: the rows are contiguous, one
     segment). This is why a K step of a few dozen fp16 elements wastes MTE2 bandwidth and the
-    matmul guide asks for kL1 > kL0 ("big packets")."""
+    matmul guide asks for kL1 > kL0 ("big packets").
+
+    ``nd``: the rows are ND rows converted to the cube's fractal layout on the way, one DMA burst
+    per row whether or not the rows are contiguous, and a burst shorter than
+    ``machine.nd_burst_bytes`` costs that much. This is why upstream's performance guide asks for
+    NZ-stored weights ("higher bandwidth into L1") and for large tail axes."""
     seg = cols * itemsize
     line = machine.l2_line_bytes
+    burst = max(seg, machine.nd_burst_bytes) if nd else seg
     if whole or seg >= line or line <= 0:
-        return rows * seg
-    return rows * line * math.ceil(seg / line)
+        return rows * burst
+    return rows * max(burst, line * math.ceil(seg / line))
+
+
+def _nd_write_bytes(machine, op, nbytes: float, elems: float) -> float:
+    """Bytes a FIXPIPE write of an L0C result into an ND tensor costs: the fractal result is
+    written out row by row, one burst per row (``machine.nd_burst_bytes`` at least)."""
+    cols = op.outputs[0].shape[-1] if op.outputs[0].shape else 1
+    if not isinstance(cols, int) or cols <= 0 or elems <= 0:
+        return nbytes
+    row = nbytes / elems * cols
+    return nbytes if row >= machine.nd_burst_bytes else elems / cols * machine.nd_burst_bytes
 
 
 def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0, fractal=frozenset()):
@@ -321,10 +339,10 @@ def _k_pipeline(machine, ops, group, sizes_per_op, l2_hits, t0, fractal=frozense
         kk = min(k_l1, k - step * k_l1)
         issue = max(mte2_free, l1_free[step % l1_slots])
         # a K step of A is m rows of kk elements (K last) or kk rows of m; B likewise with n
-        a_bytes = _strided_bytes(machine, m, kk, a_item, whole=kk >= k or a_nz) if a_k_last else \
-            _strided_bytes(machine, kk, m, a_item, whole=a_nz)
-        b_bytes = _strided_bytes(machine, n, kk, b_item, whole=kk >= k or b_nz) if b_k_last else \
-            _strided_bytes(machine, kk, n, b_item, whole=b_nz)
+        a_bytes = _strided_bytes(machine, m, kk, a_item, whole=kk >= k or a_nz, nd=not a_nz) if a_k_last else \
+            _strided_bytes(machine, kk, m, a_item, whole=a_nz, nd=not a_nz)
+        b_bytes = _strided_bytes(machine, n, kk, b_item, whole=kk >= k or b_nz, nd=not b_nz) if b_k_last else \
+            _strided_bytes(machine, kk, n, b_item, whole=b_nz, nd=not b_nz)
         busy_a, wait_a = _read_cost(machine, a_bytes, hit[a_load])
         busy_b, wait_b = _read_cost(machine, b_bytes, hit[b_load])
         mte2_free = issue + busy_a + busy_b

@@ -88,6 +88,9 @@ class MachineModel:
     hbm_bw: float = 700.0  # chip-wide HBM bytes per cycle, shared by the tasks in flight (0: no cap)
     gm_read_latency: int = 1400
     l2_line_bytes: int = 512  # a read of a shorter row segment still moves whole lines
+    # a cube operand or result in ND layout is converted to / from the fractal layout row by row:
+    # one DMA burst per row, and a row shorter than this costs a burst of this many bytes
+    nd_burst_bytes: int = 32
     l2_read_latency: int = 300
     gm_write_latency: int = 300
     l1_to_l0a_bw: float = 512.0
