@@ -132,6 +132,21 @@ def _every_op_through_gm_keeps_the_numbers(kernel, args):
     assert ran == 5  # expand, assign_memory, partition, dedup+allocate_buffers, execute_graph
 
 
+@pytest.mark.parametrize("seq", [96, 97, 100])
+def test_pass_verify_is_clean_on_flash_attention_with_a_tail_block(seq):
+    """seq not a multiple of the K/V block (64): the reference once counted the rows past the
+    last block's tail, and pass verify raised a mismatch the kernel did not have."""
+    import flash_attention as fa
+
+    kernel = pypto.jit(fa.flash_attention.__wrapped__, verify_options=VERIFY)
+    g = torch.Generator().manual_seed(seq)
+    q, k, v = (torch.randn(2, seq, fa.D, generator=g) for _ in range(3))
+    out = torch.zeros(2, seq, fa.D)
+    kernel(q, k, v, out)
+    assert [(r.stage, r.ok) for r in kernel.last_run.verify] == [("tile", True), ("block/execute", True)]
+    assert_matches(out, fa.reference(q, k, v), loose=True)
+
+
 def test_a_broken_tile_pass_is_named_with_the_op(monkeypatch):
     real = pipeline.assign_memory
 
