@@ -170,3 +170,20 @@ def test_readme_hello_world_output_matches_cache_info():
                          text=True, check=True, cwd=root).stdout.splitlines()
     times = re.compile(r"compiled in [\d.]+ ms")
     assert [times.sub("", line) for line in shown[:6]] == [times.sub("", line) for line in got[:6]]
+
+
+def test_every_test_run_ends_with_the_skip_reasons(tmp_path):
+    """`scripts/test.sh` with or without arguments (README: "It ends with the reason of every
+    skipped test") runs pytest with the project's configuration: a skipped test's reason shows."""
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    (tmp_path / "test_skipping.py").write_text(
+        "import pytest\n\n\ndef test_needs_a_browser():\n    pytest.skip('no chromium here (a reason)')\n")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-c", str(root / "pyproject.toml"), "--rootdir",
+                          str(tmp_path), "-p", "no:cacheprovider", str(tmp_path / "test_skipping.py")],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert "1 skipped" in run.stdout, run.stdout + run.stderr
+    assert "SKIPPED" in run.stdout and "no chromium here (a reason)" in run.stdout, run.stdout
