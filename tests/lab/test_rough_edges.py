@@ -62,6 +62,15 @@ def test_refused_first_call_is_not_called_yet():
         kernel(torch.zeros(4, 32), torch.zeros(4, 32))
     summary = _text(V.kernel_summary_html(kernel))
     assert "refused before running" in summary and "not called yet" not in summary
+    import pypto_lab
+    from pypto_lab.widgets import NotCalledError
+
+    # nothing ran, so there is nothing to show or save: the error says the call was refused, and why
+    for attempt in (lambda: Dashboard(kernel), lambda: pypto_lab.save_html(kernel, "unused.html")):
+        with pytest.raises(NotCalledError) as e:
+            attempt()
+        assert "its call was refused before running (ArgumentValueError" in str(e.value)
+        assert "'x'" in str(e.value) and "not been called yet" not in str(e.value)
 
 
 def test_first_call_parts_add_up_to_the_call_log():
