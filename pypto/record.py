@@ -22,6 +22,7 @@ class PassSnapshot:
     seconds: float
     graph: Any = field(default=None, repr=False)
     dot_fn: Any = field(default=None, repr=False)
+    fused_groups: Any = field(default=None, repr=False)  # assign_memory: per root {op id: group id}
 
     @cached_property
     def text(self) -> str:

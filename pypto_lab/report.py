@@ -138,7 +138,7 @@ def report_html(kernel) -> str:
         raise TypeError(f"pypto_lab.save_html needs a pypto.jit kernel, got {type(kernel).__name__}")
     name = getattr(getattr(kernel, "fn", None), "__name__", None) or getattr(kernel, "__name__", "kernel")
     if run is None:
-        raise NotCalledError(f"{name} has not been called yet: call it once, then save its report")
+        raise NotCalledError.of(kernel, name, "save its report")
     compiled = run.compiled
     sections = [("graph", "Graph", lambda: _graph_section(compiled)),
                 ("passes", "Passes", lambda: _passes_section(compiled)),

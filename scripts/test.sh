@@ -9,7 +9,7 @@ cd "$ROOT"
 bash scripts/setup.sh
 
 if [ "$#" -eq 0 ]; then
-    set -- -n 2 -rs tests
+    set -- -n 2 tests  # skip reasons: pyproject.toml addopts -rs, with arguments too
     if compgen -G "notebooks/*.ipynb" >/dev/null; then
         # --dist loadscope keeps all cells of one notebook on one worker/kernel.
         set -- "$@" --dist loadscope \

@@ -202,8 +202,11 @@ def reshape(input, shape, *, valid_shape=None, inplace=False):
                          expected=f"{old_n} elements ({E.render_dims(v.shape)})",
                          got=f"{new_n} elements ({E.render_dims(new)})", param="shape", loc=loc())
     valid = shape_list(valid_shape, "reshape", "valid_shape") if valid_shape is not None else None
-    out = emit("reshape", [input], [(input.dtype, new, valid or _reshaped_valid(v, new), v)],
-               {"shape": new, "valid": valid, "source": tuple(v.shape)})
+    kept = _reshaped_valid(v, new) if valid is None else None
+    attrs = {"shape": new, "valid": valid, "source": tuple(v.shape)}
+    if kept is not None and tuple(kept) != tuple(new):
+        attrs["keeps_valid"] = True  # the executors keep the tail's extents too (`_squeezed`)
+    out = emit("reshape", [input], [(input.dtype, new, valid or kept or new, v)], attrs)
     if inplace:  # one memory under two names: writes through either are seen through the other
         require("pypto.reshape").aliases.add(out._value, v, loc())
     return out
@@ -211,13 +214,29 @@ def reshape(input, shape, *, valid_shape=None, inplace=False):
 
 def _reshaped_valid(v, new):
     """The valid shape after a reshape that only drops or inserts size-1 dims (a tail tile keeps
-    its valid extents); any other reshape is taken as fully valid."""
-    keep_in = [(s, vs) for s, vs in zip(v.shape, v.valid_shape) if not (isinstance(s, int) and s == 1)]
-    keep_out = [s for s in new if not (isinstance(s, int) and s == 1)]
+    its valid extents); None for any other reshape (taken as fully valid)."""
+    keep_in = [(s, vs) for s, vs in zip(v.shape, v.valid_shape) if not _is_one(s)]
+    keep_out = [s for s in new if not _is_one(s)]
     if len(keep_in) != len(keep_out) or any(not dims_equal(a, b) for (a, _), b in zip(keep_in, keep_out)):
-        return new
+        return None
     it = iter(vs for _, vs in keep_in)
-    return tuple(1 if (isinstance(s, int) and s == 1) else next(it) for s in new)
+    return tuple(1 if _is_one(s) else next(it) for s in new)
+
+
+def _is_one(s) -> bool:
+    return isinstance(s, int) and s == 1
+
+
+def _squeezed(x, attrs, nb):
+    """A reshape that only drops or inserts size-1 dims, on the valid part ``x``: its extents move
+    to the new shape's other dims. Laying a tail into the whole shape would count the rows past
+    the tail as valid ones (flash attention's last K block, 32 valid rows of 64, was a softmax over
+    64 columns in the reference). None when a dropped dim is empty (nothing to move)."""
+    kept = iter(n for n, s in zip(x.shape[nb:], attrs["source"]) if not _is_one(s))
+    shape = [1 if _is_one(s) else next(kept) for s in attrs["shape"]]
+    if math.prod(shape) * math.prod(x.shape[:nb]) != x.numel():
+        return None
+    return x.reshape(*x.shape[:nb], *shape)
 
 
 def squeeze_dims(input, dims, keep):
@@ -263,6 +282,10 @@ def _reshape(ins, attrs, ev):
         return x.reshape(shape)
     source = ev(attrs["source"]) if "source" in attrs else None
     nb = x.dim() - len(source) if source is not None else 0  # leading batch dims (codegen batches)
+    if attrs.get("keeps_valid") and nb >= 0:
+        out = _squeezed(x, attrs, nb)
+        if out is not None:
+            return out
     if source is not None and nb >= 0 and tuple(x.shape[nb + 1:]) != tuple(source[1:]):
         # a dim after the first is partly valid (e.g. [T, 4] valid of [T, 8]): the data is not a
         # row-major prefix of the tensor, and the device reshapes its memory, valid or not. Lay the

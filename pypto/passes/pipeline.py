@@ -168,8 +168,8 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
 
     snaps = []
 
-    def snap(name, level, t0, graph, text_fn, dot_fn):
-        snaps.append(PassSnapshot(name, level, text_fn, time.perf_counter() - t0, graph, dot_fn))
+    def snap(name, level, t0, graph, text_fn, dot_fn, fused_groups=None):
+        snaps.append(PassSnapshot(name, level, text_fn, time.perf_counter() - t0, graph, dot_fn, fused_groups))
 
     t0 = time.perf_counter()
     program = _autocast.autocast(program, new_id, lambda dt, s, v, n: new_value(dt, s, v, n))
@@ -202,7 +202,8 @@ def lower(program, options, machine=None, fuse: bool = True, stop_at_stage: bool
             t0 = time.perf_counter()
             assigned = [assign_memory(ops, in_gm, new_id, fuse=fuse and attempt, storage=storage) for ops in tile_ops]
             verify_tile_ops([a[0] for a in assigned], "assign_memory", memory_assigned=True)
-            snap("assign_memory", "tile", t0, [a[0] for a in assigned], _tile_text, tile_dot)
+            snap("assign_memory", "tile", t0, [a[0] for a in assigned], _tile_text, tile_dot,
+                 [a[1] for a in assigned])  # its fusion, which pass bisection runs (pass_programs.py)
             if stop == "assign_memory":
                 return None, snaps
             t0 = time.perf_counter()

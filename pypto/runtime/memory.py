@@ -18,6 +18,8 @@ device task by device task instead, and allocate buffers as they are first touch
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from .._lazy import torch
 from ..errors import KernelRuntimeError
@@ -162,9 +164,29 @@ class Layout:
         return slabs
 
     def allocate(self) -> list:
-        """Fresh slabs for one call: zeroed where the program may read what it did not write."""
+        """Fresh slabs for one call: zeroed where the program may read what it did not write (the
+        others filled with `unwritten_fill`'s value when one is set)."""
+        fill = _UNWRITTEN_FILL.get()
+        if fill is not None:
+            return [torch.zeros(shape, dtype=dtype) if z else torch.full(shape, fill, dtype=dtype)
+                    for (shape, dtype), z in zip(self.slabs, self.zeroed)]
         return [(torch.zeros if z else torch.empty)(shape, dtype=dtype) for (shape, dtype), z in
                 zip(self.slabs, self.zeroed)]
+
+
+_UNWRITTEN_FILL: ContextVar = ContextVar("unwritten_fill", default=None)
+
+
+@contextmanager
+def unwritten_fill(value):
+    """Workspaces allocated meanwhile (`Layout.allocate`) start at ``value`` where the program is
+    planned to write before reading (normally left uninitialized): two runs with two values show
+    which results depend on memory the program never wrote (pass bisection, `pass_bisect.py`)."""
+    token = _UNWRITTEN_FILL.set(value)
+    try:
+        yield
+    finally:
+        _UNWRITTEN_FILL.reset(token)
 
 
 class Memory:

@@ -7,6 +7,12 @@ generated code before code generation) on copies of the same inputs. Results are
 verify's rule (`verify._close`): the kernel's outputs and every op result the program keeps in GM,
 against the reference's last instance of each value. A fused program keeps few op results; when
 only outputs differ, its tile ops run once more one leaf each, through GM, to name the op.
+
+A lowered program runs twice, its workspaces filled with two different values where it is planned
+to write before reading (`memory.unwritten_fill`). An op result's elements that differ between the
+two runs are computed from memory the program never wrote: the device leaves them unspecified
+(past a tail's valid rows, say), so they are not compared (``ValueCheck.unspecified`` counts them).
+A kernel output must not depend on such memory: it is compared in both runs.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Optional
 
 from .._lazy import torch
 from ..ir.graph import Program, iter_ops
+from .memory import unwritten_fill
 from .pass_programs import program_of, storage_of, through_gm, tile_ops_of
 from .reference import ReferenceExecutor
 
@@ -35,6 +42,7 @@ class ValueCheck:
     shape: tuple = ()
     elements: tuple = ()
     written_by: tuple = ()  # for a kernel output: the ops whose results are assembled into it
+    unspecified: int = 0  # elements computed from memory the program never wrote: not compared
 
     @property
     def where(self) -> str:
@@ -115,8 +123,10 @@ class PassBisection:
         lines = [f"pass bisection of {self.kernel} (rtol={self.rtol}, atol={self.atol}; against {self.reference})"]
         for c in self.checks:
             verdict = {True: "same numbers", False: "DIFFERENT", None: "not run"}[c.ok]
+            skipped = sum(v.unspecified for v in c.values)
             lines.append(f"  #{c.index} {c.name:<24} {verdict:<14} {c.how}"
-                         + (f"  max |diff| {c.max_abs_diff:.3g}" if c.ok is False else ""))
+                         + (f"  max |diff| {c.max_abs_diff:.3g}" if c.ok is False else "")
+                         + (f"  ({skipped} elements from unwritten memory not compared)" if skipped else ""))
         bad = self.first_bad
         if bad is None:
             lines.append("every pass keeps the reference's numbers")
@@ -148,11 +158,32 @@ def _writers(program) -> dict:
     return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
 
 
-def _value_check(op_kind, name, loc, have, want, rtol, atol) -> ValueCheck:
+def _cropped(have, want):
+    if have is not None and have.shape != want.shape and have.dim() == want.dim():
+        return have[tuple(slice(0, n) for n in want.shape)]
+    return have
+
+
+def _differs(a, b):
+    """Where two runs' results differ (NaN equal to NaN); None when they cannot be compared."""
+    if a is None or b is None or a.shape != b.shape:
+        return None
+    if a.dtype.is_floating_point:
+        return ~((a == b) | (torch.isnan(a) & torch.isnan(b)))
+    return a != b
+
+
+def _value_check(op_kind, name, loc, have, want, rtol, atol, other=None) -> ValueCheck:
+    """``have`` against ``want``; with ``other`` (the same result from the run with the other
+    fill of unwritten memory) the elements that differ between the runs are not compared."""
     from .verify import _close
 
-    if have.shape != want.shape:
-        have = have[tuple(slice(0, n) for n in want.shape)] if have.dim() == want.dim() else have
+    have = _cropped(have, want)
+    unspecified = 0
+    mask = _differs(have, _cropped(other, want)) if other is not None else None
+    if mask is not None and have.shape == want.shape and bool(mask.any()):
+        unspecified = int(mask.sum())
+        have = torch.where(mask, want.to(have.dtype), have)
     good, diff = _close(have, want, rtol, atol)
     elements = ()
     if not good and have.shape == want.shape:
@@ -161,10 +192,12 @@ def _value_check(op_kind, name, loc, have, want, rtol, atol) -> ValueCheck:
         off &= ~(torch.isnan(a) & torch.isnan(b))
         idx = off.nonzero()[:SHOWN_ELEMENTS].tolist()
         elements = tuple((tuple(i), float(want[tuple(i)]), float(have[tuple(i)])) for i in idx)
-    return ValueCheck(op_kind, name, loc, good, diff, tuple(want.shape), elements)
+    return ValueCheck(op_kind, name, loc, good, diff, tuple(want.shape), elements, unspecified=unspecified)
 
 
-def _compare(index, name, level, how, program, ref_values, expected, got_outputs, got_value, rtol, atol) -> PassCheck:
+def _compare(index, name, level, how, program, ref_values, expected, got_outputs, got_value, rtol, atol,
+             other=None) -> PassCheck:
+    """``other``: (outputs, value getter) of the run with the other fill of unwritten memory."""
     values, worst = [], 0.0
     for op in iter_ops(program.body):
         if op.kind in ("view", "assemble"):
@@ -174,34 +207,52 @@ def _compare(index, name, level, how, program, ref_values, expected, got_outputs
             have = got_value(v)
             if want is None or have is None or not isinstance(want, torch.Tensor):
                 continue
-            c = _value_check(op.kind, v.name, op.loc, have, want, rtol, atol)
+            c = _value_check(op.kind, v.name, op.loc, have, want, rtol, atol,
+                             other[1](v) if other is not None else None)
             values.append(c)
             worst = max(worst, c.max_abs_diff)
     outputs = []
     writers = _writers(program)
-    for (label, want), have in zip(expected, got_outputs):
-        c = replace(_value_check("output", label, None, have, want, rtol, atol), written_by=writers.get(label, ()))
+    runs = [got_outputs] + ([other[0]] if other is not None else [])
+    for k, (label, want) in enumerate(expected):
+        checks = [_value_check("output", label, None, run[k], want, rtol, atol) for run in runs]
+        c = replace(next((x for x in checks if not x.ok), checks[0]), written_by=writers.get(label, ()))
         outputs.append(c)
         worst = max(worst, c.max_abs_diff)
     ok = all(c.ok for c in values) and all(c.ok for c in outputs)
     return PassCheck(index, name, level, how, ok, worst, tuple(values), tuple(outputs))
 
 
+UNWRITTEN_FILLS = (0, 1)  # the two values a lowered program's unwritten workspace memory starts at
+
+
 def _run_and_compare(index, snap, how, executor, program, ref_values, expected, tensors, env, options, outputs,
-                     rtol, atol) -> PassCheck:
-    inputs = [t.clone() for t in tensors]
-    try:
-        returns = executor.run(inputs, dict(env), options) if not isinstance(executor, ReferenceExecutor) \
-            else executor.run(inputs, dict(env))
-    except Exception as e:  # a program that fails to run gives no numbers: that is a difference
-        return PassCheck(index, snap.name, snap.level, f"{how}; failed: {type(e).__name__}: {e}", False, float("inf"))
+                     rtol, atol, again=None) -> PassCheck:
+    """``again``: a fresh executor of the same program (a lowered one), run with the other fill of
+    unwritten memory; without it a lowered program runs once (nothing is left unspecified)."""
     if isinstance(executor, ReferenceExecutor):
-        got_value = executor.last_values.get
-    else:
-        memory = executor.last_memory
+        inputs = [t.clone() for t in tensors]
+        try:
+            returns = executor.run(inputs, dict(env))
+        except Exception as e:  # a program that fails to run gives no numbers: that is a difference
+            return PassCheck(index, snap.name, snap.level, f"{how}; failed: {type(e).__name__}: {e}", False,
+                             float("inf"))
+        return _compare(index, snap.name, snap.level, how, program, ref_values, expected, outputs(inputs, returns),
+                        executor.last_values.get, rtol, atol)
+    runs = []
+    for fill, ex in zip(UNWRITTEN_FILLS, (executor, again) if again is not None else (executor,)):
+        inputs = [t.clone() for t in tensors]
+        try:
+            with unwritten_fill(fill):
+                returns = ex.run(inputs, dict(env), options)
+        except Exception as e:  # a program that fails to run gives no numbers: that is a difference
+            return PassCheck(index, snap.name, snap.level, f"{how}; failed: {type(e).__name__}: {e}", False,
+                             float("inf"))
+        memory = ex.last_memory
         got_value = (lambda v, m=memory: m.last_instance(v)) if memory is not None else (lambda v: None)
-    return _compare(index, snap.name, snap.level, how, program, ref_values, expected, outputs(inputs, returns),
-                    got_value, rtol, atol)
+        runs.append((outputs(inputs, returns), got_value))
+    return _compare(index, snap.name, snap.level, how, program, ref_values, expected, *runs[0], rtol, atol,
+                    runs[1] if len(runs) > 1 else None)
 
 
 def bisect(compiled, tensors, env, options) -> PassBisection:
@@ -227,6 +278,8 @@ def bisect(compiled, tensors, env, options) -> PassBisection:
     for index, snap in enumerate(compiled.passes):
         try:
             how, executor = program_of(snap, index, lowered, storage, options)
+            again = None if executor is None or isinstance(executor, ReferenceExecutor) else \
+                program_of(snap, index, lowered, storage, options)[1]
         except Exception as e:  # a program this pass left that cannot be put together to run
             checks.append(PassCheck(index, snap.name, snap.level, f"not run: {type(e).__name__}: {e}", None))
             continue
@@ -234,7 +287,7 @@ def bisect(compiled, tensors, env, options) -> PassBisection:
             checks.append(PassCheck(index, snap.name, snap.level, how, None))
             continue
         checks.append(_run_and_compare(index, snap, how, executor, program, ref.last_values, expected, tensors, env,
-                                       options, outputs, rtol, atol))
+                                       options, outputs, rtol, atol, again))
     bad = next((c for c in checks if c.ok is False), None)
     if bad is not None and not bad.bad_values:  # only outputs differ (fused): find the op, one op a leaf
         snap = compiled.passes[bad.index]
@@ -243,7 +296,8 @@ def bisect(compiled, tensors, env, options) -> PassBisection:
             if ops is not None:
                 how = "its tile ops one leaf each, on-chip tiles kept in GM, interpreted"
                 fine = _run_and_compare(bad.index, snap, how, through_gm(ops, bad.index, lowered, storage, options),
-                                        program, ref.last_values, expected, tensors, env, options, outputs, rtol, atol)
+                                        program, ref.last_values, expected, tensors, env, options, outputs, rtol, atol,
+                                        through_gm(ops, bad.index, lowered, storage, options))
                 if fine.bad_values:
                     checks[checks.index(bad)] = replace(bad, values=fine.values, how=f"{bad.how}; per op: {how}")
         except Exception:  # noqa: BLE001 - the op-by-op run only refines the verdict already made

@@ -1,8 +1,9 @@
 """The program each pass leaves, made runnable for pass bisection (`runtime/pass_bisect.py`).
 
 * a Tensor Graph: the reference executor on it;
-* a Tile Graph (before or after assign_memory): the tile ops joined by the on-chip tiles they
-  share, one leaf per group (an op touching only GM is a leaf of its own), in a valid order;
+* a Tile Graph: before assign_memory, every op a leaf of its own (no memory is assigned: its
+  operands are in GM); after it, the fused groups assign_memory made, one leaf each, in a valid
+  order (on-chip tiles do not name a group: two groups each load their own copy of a tile);
 * partition's subgraphs: one leaf each, nothing shared; dedup's leaves: the shared leaves at the
   subgraphs' call sites; the Execute Graph: its roots;
 * code generation: the compiled program itself.
@@ -108,11 +109,14 @@ def program_of(snap, index, lowered, storage, options):
     n_roots = len(lowered.roots)
     if isinstance(g, (list, tuple)) and len(g) == n_roots and all(isinstance(x, (list, tuple)) for x in g):
         items = [x for seg in g for x in seg]
-        if all(isinstance(x, TileOp) for x in items):  # a Tile Graph: its ops, grouped by shared tiles
+        if all(isinstance(x, TileOp) for x in items):  # a Tile Graph: its ops, in the pass's groups
             g = [[_in_gm(op) for op in ops] for ops in g]
-            sgs = [partition(list(ops), _groups(ops), storage) for ops in g]
+            fused = snap.fused_groups or [_groups(ops) for ops in g]
+            sgs = [partition(list(ops), groups, storage) for ops, groups in zip(g, fused)]
             leaves = [[_private_leaf(sg, f"p{index}r{i}") for sg in s] for i, s in enumerate(sgs)]
-            return ("tile ops joined by their local tiles, one leaf each, interpreted",
+            how = ("its fused groups (assign_memory's), one leaf each, interpreted" if snap.fused_groups
+                   else "tile ops joined by their local tiles, one leaf each, interpreted")
+            return (how,
                     LoweredExecutor(_interpreted(lowered, _roots_from_subgraphs(lowered, sgs, leaves, storage)), options))
         if all(isinstance(x, Subgraph) for x in items):  # partition: a leaf per subgraph
             leaves = [[_private_leaf(sg, f"p{index}r{i}") for sg in s] for i, s in enumerate(g)]

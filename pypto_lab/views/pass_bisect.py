@@ -20,9 +20,21 @@ def bisection_of(compiled):
 
 
 def pass_verdict_html(check) -> str:
-    """One pass's verdict, coloured, with how its program ran as the tooltip."""
+    """One pass's verdict, coloured, with how its program ran as the tooltip. A pass whose program
+    could not be run says why beside the verdict (not only in a tooltip); a pass whose results
+    have elements computed from memory nothing wrote (past a tail) says how many were not compared."""
     text, colour = VERDICT[check.ok]
-    return f'<span title="{esc(check.how)}" style="color:{colour};font-weight:bold">{text}</span>'
+    html = f'<span title="{esc(check.how)}" style="color:{colour};font-weight:bold">{text}</span>'
+    why = check.how[len("not run: "):] if check.ok is None and check.how.startswith("not run: ") else \
+        check.how if check.ok is None else ""
+    if why:
+        html += f' <span class="pypto-not-run" style="color:#57606a">{esc(why)}</span>'
+    skipped = sum(v.unspecified for v in check.values)
+    if skipped:
+        html += (f' <span class="pypto-unspecified" style="color:#57606a" title="elements computed from workspace '
+                 f'memory the program never wrote (past a tail: unspecified on the device); the kernel\'s outputs '
+                 f'are compared whole">({skipped:,} elements from unwritten memory not compared)</span>')
+    return html
 
 
 def _where_html(v) -> str:

@@ -19,6 +19,16 @@ class NotCalledError(ValueError):
     def _render_traceback_(self) -> list:
         return [f"{type(self).__name__}: {self}"]
 
+    @classmethod
+    def of(cls, kernel, name: str, then: str) -> "NotCalledError":
+        """The error for ``kernel`` with no call to show; when its calls so far were all refused,
+        it says so (with the refusal) rather than "not called yet"."""
+        refused = getattr(kernel, "refused_call", None)
+        if refused:
+            return cls(f"{name} has not run yet: its call was refused before running ({refused}); "
+                       f"fix the call, then {then}")
+        return cls(f"{name} has not been called yet: call it once, then {then}")
+
 
 _BUILDERS = {
     "graph": lambda d: GraphPanel(d.compiled),
@@ -44,8 +54,7 @@ class Dashboard(W.VBox):
             raise TypeError(f"pypto_lab needs a pypto.jit kernel, got {type(kernel).__name__}")
         if run is None:
             name = getattr(kernel, "__name__", "kernel")
-            raise NotCalledError(f"{name} has not been called yet: call it once, then show it "
-                                 "(the dashboard shows its last call)")
+            raise NotCalledError.of(kernel, name, "show it (the dashboard shows its last call)")
         self.kernel, self.run, self.compiled = kernel, run, run.compiled
         self.names = parse_tabs(tabs)
         self._panels: dict = {}

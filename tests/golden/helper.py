@@ -181,6 +181,21 @@ def check_kernel(kernel, args, expected, *, out=None, loose=False):
     return got
 
 
+def reference_run(kernel, args):
+    """``kernel``'s Tensor Graph run by the reference executor (what pass verify compares every
+    pass with) on copies of ``args``: (the copies after the run, the returned results).
+
+    The reference is the language's definition, so it must match torch as the kernel itself does:
+    check both with `assert_matches`."""
+    from pypto.runtime.reference import ReferenceExecutor
+
+    compiled = kernel.inspect(*args)
+    _, tensors, env, *_ = kernel._lookup(args, {}, count=False)
+    copies = [t.clone() for t in tensors]
+    returns = ReferenceExecutor(compiled.program).run(copies, dict(env))
+    return copies, returns
+
+
 # ---- input makers ---------------------------------------------------------------------------------
 
 def rand(shape, dtype=torch.float32, *, lo=-2.0, hi=2.0, seed=0) -> torch.Tensor:

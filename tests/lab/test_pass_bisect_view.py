@@ -93,3 +93,41 @@ def test_without_a_bisection_the_table_is_as_before():
     assert V.pass_bisection_html(compiled) == "" and "numbers" not in V.pass_table_html(compiled)
     pypto.bisect_passes(kernel, x, out)
     assert "every pass keeps the reference's numbers" in V.pass_bisection_html(compiled)
+
+
+def test_a_pass_that_cannot_run_says_why_in_the_table():
+    """A pass whose program cannot be put together to run shows the reason beside "not run"."""
+    from pypto.runtime.pass_bisect import PassBisection, PassCheck
+
+    kernel = _kernel()
+    x, out = torch.randn(40, 64), torch.zeros(40, 64)
+    compiled = kernel.inspect(x, out)
+    checks = tuple(PassCheck(i, p.name, p.level, "ran", True) for i, p in enumerate(compiled.passes))
+    checks = tuple(PassCheck(c.index, c.name, c.level, "not run: this version was compiled only up to a stage", None)
+                   if c.name == "partition" else c for c in checks)
+    compiled.bisection = PassBisection(compiled.name, checks, 1e-3, 1e-3)
+    table = V.pass_table_html(compiled)
+    row = next(r for r in table.split("<tr") if ">partition<" in r)
+    assert "not run" in row and 'class="pypto-not-run"' in row and "compiled only up to a stage" in row
+    assert table.count('class="pypto-not-run"') == 1
+
+
+def test_flash_attention_with_a_tail_runs_every_pass_and_counts_what_is_not_compared():
+    """seq 100 (a partial last query block): every pass has a verdict, none is "not run", and the
+    rows past the tail that the device computes from unwritten memory are counted, not compared."""
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
+    import flash_attention as fa
+
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 100, fa.D, generator=g) for _ in range(3))
+    args = (q, k, v, torch.zeros(2, 100, fa.D))
+    b = pypto.bisect_passes(fa.flash_attention, *args)
+    compiled = fa.flash_attention.inspect(*args)
+    table = V.pass_table_html(compiled)
+    assert b.ok and "not run" not in table and 'class="pypto-culprit"' not in table
+    assert table.count("same numbers") == len(compiled.passes)
+    assert 'class="pypto-unspecified"' in table and "elements from unwritten memory not compared" in table
+    assert "every pass keeps the reference's numbers" in V.pass_bisection_html(compiled)

@@ -62,6 +62,15 @@ def test_refused_first_call_is_not_called_yet():
         kernel(torch.zeros(4, 32), torch.zeros(4, 32))
     summary = _text(V.kernel_summary_html(kernel))
     assert "refused before running" in summary and "not called yet" not in summary
+    import pypto_lab
+    from pypto_lab.widgets import NotCalledError
+
+    # nothing ran, so there is nothing to show or save: the error says the call was refused, and why
+    for attempt in (lambda: Dashboard(kernel), lambda: pypto_lab.save_html(kernel, "unused.html")):
+        with pytest.raises(NotCalledError) as e:
+            attempt()
+        assert "its call was refused before running (ArgumentValueError" in str(e.value)
+        assert "'x'" in str(e.value) and "not been called yet" not in str(e.value)
 
 
 def test_first_call_parts_add_up_to_the_call_log():
@@ -170,3 +179,20 @@ def test_readme_hello_world_output_matches_cache_info():
                          text=True, check=True, cwd=root).stdout.splitlines()
     times = re.compile(r"compiled in [\d.]+ ms")
     assert [times.sub("", line) for line in shown[:6]] == [times.sub("", line) for line in got[:6]]
+
+
+def test_every_test_run_ends_with_the_skip_reasons(tmp_path):
+    """`scripts/test.sh` with or without arguments (README: "It ends with the reason of every
+    skipped test") runs pytest with the project's configuration: a skipped test's reason shows."""
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    (tmp_path / "test_skipping.py").write_text(
+        "import pytest\n\n\ndef test_needs_a_browser():\n    pytest.skip('no chromium here (a reason)')\n")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-c", str(root / "pyproject.toml"), "--rootdir",
+                          str(tmp_path), "-p", "no:cacheprovider", str(tmp_path / "test_skipping.py")],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert "1 skipped" in run.stdout, run.stdout + run.stderr
+    assert "SKIPPED" in run.stdout and "no chromium here (a reason)" in run.stdout, run.stdout
