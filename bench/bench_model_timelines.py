@@ -3,9 +3,10 @@ upstream model kernel that runs here, under 30 s on 2 cores).
 
     PYPTO_UPSTREAM=PATH .venv/bin/python bench/bench_model_timelines.py [--only NAME ...] [--timeout S]
 
-Each file of upstream's ``models/`` that ran here (``docs/compat.json``: verified or ran) runs in
-its own process through the compatibility harness (tools/compat/child.py: NPU emulation, the
-upstream root as working directory, the file unmodified). After the first call of each kernel
+Each file of upstream's ``models/`` that ran here (``docs/compat.json``: verified, ran, or failed a
+numeric check after running) runs in its own process through the compatibility harness
+(tools/compat/child.py: NPU emulation, a scratch copy of the upstream root as working directory,
+the file unmodified). After the first call of each kernel
 object the call's ``last_run.timeline`` is built and timed (CPU and wall), with its task count;
 later calls of the same kernel are not timed (they re-simulate the same program). A file still
 running at ``--timeout`` is stopped: the kernels it timed by then are kept.
@@ -61,11 +62,12 @@ def _child(argv) -> int:
 
 
 def _jobs(upstream: Path, only) -> list:
-    """The harness's jobs for the model files that ran here (docs/compat.json: verified or ran)."""
+    """The harness's jobs for the model files that ran here (docs/compat.json: verified, ran, or failed after running)."""
     from compat import selection
 
     data = json.loads((ROOT / "docs" / "compat.json").read_text(encoding="utf-8"))
-    ran = {f["path"] for f in data["files"] if f["group"] == "models" and f["status"] in ("verified", "ran")}
+    ran = {f["path"] for f in data["files"]
+           if f["group"] == "models" and f["status"] in ("verified", "ran", "failed")}
     return [j for j in selection.select(upstream, ("models",)) if j.path in ran
             and (not only or any(o in j.path for o in only))]
 
