@@ -40,6 +40,28 @@ def test_dask_sweep_gives_the_same_results_as_in_process(client):
     assert {r.worker for r in there} <= set(client.scheduler_info()["workers"])  # ran on the workers
 
 
+def test_configurations_of_one_schedule_are_simulated_once_on_the_cluster(client):
+    # 200 rows in tiles of 32: 7 roots, no parallel loop. Every stitch limit above 7 and every
+    # parallelism give one schedule, so these 16 configurations are 2 schedules (the mode's)
+    space = tune.space(SHAPE, options={"device_sched_mode": [0, 1], "stitch_function_max_num": [8, 16, 64, 128],
+                                       "device_sched_parallelism": [1, 2]})
+    here = tune.sweep(exp_rows, space, runner="inprocess")
+    there = tune.sweep(exp_rows, space, client=client)
+    assert len(there) == 16 and len({r.number for r in there}) == 16
+    by_key = {r.key: r for r in there}
+    for r in here:
+        assert {f: getattr(r, f) for f in FIGURES} == {f: getattr(by_key[r.key], f) for f in FIGURES}
+    answered = [r for r in there if "same_schedule_as" in r.extra]
+    # at most the first batches (one trial each, sent before any came back) and one trial per
+    # schedule went to the workers; the others were answered from those trials' records
+    sent = 16 - len(answered)
+    assert sent <= 2 * len(client.scheduler_info()["workers"]) + 2, sent
+    runs = {r.number: r for r in there if "same_schedule_as" not in r.extra}
+    for r in answered:
+        twin = runs[r.extra["same_schedule_as"]]
+        assert twin.config["device_sched_mode"] == r.config["device_sched_mode"] and not r.compiled
+
+
 KILLER = '''
 import os
 import pypto
