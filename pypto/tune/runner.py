@@ -10,7 +10,7 @@ import os
 import time
 
 from .results import Results
-from .search import make_strategy
+from .search import GridSearch, make_strategy
 from .space import Space, compile_part, config_key
 from .source import KernelSource, refuse_unguarded_script
 from .trial import FAILED, MISMATCH, OK, Evaluator, TrialRecord
@@ -160,10 +160,12 @@ class _Batches:
     trial's record when it comes back (the in-process runner's `Replayer` does the same, so a
     sweep simulates each schedule once on any number of workers, instead of once per worker).
     A batch holds as many trials as take about `BATCH_SECONDS` on a worker (one at first: the
-    first trials compile), never more than an even share of what is left, so every worker gets
-    some."""
+    first trials compile), at most ``chunk`` (`LEARNING_BATCH` for a strategy that learns from
+    each result, such as TPE), never more than an even share of what is left, so every worker
+    gets some."""
 
     BATCH_SECONDS = 0.25
+    LEARNING_BATCH = 8
 
     def __init__(self, runner, strategy, results, budget, deadline, on_trial, stop):
         self.runner, self.strategy, self.results = runner, strategy, results
@@ -176,6 +178,9 @@ class _Batches:
         self.sent_key: dict = {}  # trial number -> its schedule key
         self.again: list = []  # (number, config) to send after all: their schedule's trial failed
         self.seconds: list = []  # wall time of recent trials that compiled nothing
+        # a strategy that learns (TPE) asks a batch before it is told any of it: small batches
+        learns = not isinstance(getattr(strategy, "inner", strategy), GridSearch)
+        self.cap = min(runner.chunk, self.LEARNING_BATCH) if learns else runner.chunk
 
     def _chunk(self) -> int:
         left = (self.runner.space.size if self.budget is None else min(self.budget, self.runner.space.size)) \
@@ -186,7 +191,7 @@ class _Batches:
         # the mean, not the median: the few trials that simulate (the others of their schedule
         # are answered here, or by the worker's Replayer) are what a batch waits for
         typical = sum(self.seconds) / len(self.seconds)
-        return max(1, min(self.runner.chunk, share, int(self.BATCH_SECONDS / max(typical, 1e-6))))
+        return max(1, min(self.cap, share, int(self.BATCH_SECONDS / max(typical, 1e-6))))
 
     def _key(self, config):
         same = self.classes.get(config_key(compile_part(config)))
