@@ -31,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import pypto.tune as tune  # noqa: E402
+from pypto.tune.runner import local_cluster  # noqa: E402
 from pypto.tune.source import KernelSource  # noqa: E402
 
 RUNTIME = {"device_sched_mode": [0, 1, 2, 3],
@@ -71,7 +72,7 @@ def main():
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     a = p.parse_args()
     import torch
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     torch.set_num_threads(1)
     source = KernelSource(name="flash_attention", path=os.path.join(ROOT, "examples", "flash_attention.py"))
@@ -89,7 +90,7 @@ def main():
     timed("tile sweep, in-process", kernel, tile_space)
     for n in a.workers:
         t0 = time.perf_counter()
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = local_cluster(n)  # as tune.sweep starts one: no dashboard, no worker profiler
         client = Client(cluster)
         print(f"LocalCluster of {n} workers: start {time.perf_counter() - t0:.2f} s")
         try:

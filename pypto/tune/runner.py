@@ -43,6 +43,19 @@ def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0,
     return records, {part: c for part, c in classes.items() if c is not None}
 
 
+def local_cluster(n_workers: int | None = None):
+    """The embedded Dask cluster a sweep starts without a scheduler address: a ``LocalCluster`` of
+    ``n_workers`` single-threaded worker processes (default one per core), without a dashboard and
+    without the workers' statistical profiler (its sampling thread costs a worker about a tenth
+    of its CPU time; a sweep's trials are short and many)."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):
+        return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                            dashboard_address=None)
+
+
 class InProcessRunner:
     """Trials one after another in this process (``evaluator`` keeps the compiled versions; the
     lab re-simulates the best trial's timeline from it)."""
@@ -85,7 +98,7 @@ class DaskRunner:
     def __init__(self, source: KernelSource, space: Space, seed: int = 0, scheduler_address: str | None = None,
                  n_workers: int | None = None, client=None, retries: int = 2, in_flight: int | None = None,
                  chunk: int = 64, baseline=None):
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
         self.source, self.space, self.seed, self.retries = source, space, seed, retries
         self.baseline = baseline
@@ -94,8 +107,7 @@ class DaskRunner:
             if scheduler_address:
                 client = Client(scheduler_address)
             else:
-                cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                                       processes=True, dashboard_address=None)
+                cluster = local_cluster(n_workers)
                 client = Client(cluster)
                 self._own.append(cluster)
             self._own.insert(0, client)

@@ -161,3 +161,18 @@ def test_a_finished_dask_sweep_resumed_starts_no_cluster(tmp_path, monkeypatch):
     monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
     again = tune.sweep(exp_rows, space, store=store)  # runner="dask" by default
     assert [r.to_dict() for r in again] == [r.to_dict() for r in done]
+
+
+def test_the_embedded_cluster_runs_its_workers_without_the_profiler():
+    import dask
+
+    from pypto.tune.runner import local_cluster
+
+    cluster = local_cluster(1)
+    try:
+        with distributed.Client(cluster) as c:
+            got = c.run(dask.config.get, "distributed.worker.profile.enabled")
+        assert list(got.values()) == [False]
+    finally:
+        cluster.close()
+    assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is untouched
