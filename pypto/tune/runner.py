@@ -47,13 +47,22 @@ def local_cluster(n_workers: int | None = None):
     """The embedded Dask cluster a sweep starts without a scheduler address: a ``LocalCluster`` of
     ``n_workers`` single-threaded worker processes (default one per core), without a dashboard and
     without the workers' statistical profiler (its sampling thread costs a worker about a tenth
-    of its CPU time; a sweep's trials are short and many)."""
+    of its CPU time; a sweep's trials are short and many). Its workers import pypto while
+    starting (ready for trials when the cluster is up, all at once)."""
     import dask
     from distributed import LocalCluster
 
     with dask.config.set({"distributed.worker.profile.enabled": False}):
         return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                            dashboard_address=None)
+                            dashboard_address=None, preload=[__name__])
+
+
+def dask_setup(worker) -> None:  # noqa: ARG001 - Dask's preload hook
+    """Run by each worker of `local_cluster` as it starts: imports what every trial needs (torch,
+    the simulator), so the first trials do not wait for it."""
+    import torch  # noqa: F401
+
+    from ..runtime import scheduler, timeline  # noqa: F401
 
 
 class InProcessRunner:

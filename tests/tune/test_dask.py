@@ -163,7 +163,15 @@ def test_a_finished_dask_sweep_resumed_starts_no_cluster(tmp_path, monkeypatch):
     assert [r.to_dict() for r in again] == [r.to_dict() for r in done]
 
 
-def test_the_embedded_cluster_runs_its_workers_without_the_profiler():
+def _worker_state():
+    import sys
+
+    import dask
+
+    return dask.config.get("distributed.worker.profile.enabled"), "torch" in sys.modules
+
+
+def test_the_embedded_clusters_workers_start_ready_and_without_the_profiler():
     import dask
 
     from pypto.tune.runner import local_cluster
@@ -171,8 +179,8 @@ def test_the_embedded_cluster_runs_its_workers_without_the_profiler():
     cluster = local_cluster(1)
     try:
         with distributed.Client(cluster) as c:
-            got = c.run(dask.config.get, "distributed.worker.profile.enabled")
-        assert list(got.values()) == [False]
+            got = c.run(_worker_state)
+        assert list(got.values()) == [(False, True)]  # no profiler; torch imported as it started
     finally:
         cluster.close()
     assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is untouched
