@@ -185,7 +185,7 @@ class _Batches:
     each result, such as TPE), never more than an even share of what is left, so every worker
     gets some."""
 
-    BATCH_SECONDS = 0.25
+    BATCH_SECONDS = 1.0  # a Dask task costs the scheduler a few ms of CPU (more on a loaded machine)
     LEARNING_BATCH = 8
 
     def __init__(self, runner, strategy, results, budget, deadline, on_trial, stop):
