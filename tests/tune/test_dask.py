@@ -184,3 +184,35 @@ def test_the_embedded_clusters_workers_start_ready_and_without_the_profiler():
     finally:
         cluster.close()
     assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is untouched
+
+
+def test_the_driver_answers_a_known_schedule_and_sends_again_what_waited_on_a_failed_trial():
+    from types import SimpleNamespace
+
+    from pypto.tune.results import Results
+    from pypto.tune.runner import _Batches
+    from pypto.tune.search import GridSearch
+    from pypto.tune.trial import Evaluator
+
+    space = tune.space(SHAPE, options={"device_sched_mode": [0, 1], "stitch_function_max_num": [8, 16]})
+    c0, c1, c2, c3 = space.grid()  # (mode, stitch): 0/8, 0/16, 1/8, 1/16: 7 roots, so 2 schedules
+    evaluator = Evaluator(exp_rows, space)
+    results = Results()
+    batches = _Batches(SimpleNamespace(space=space, workers=1, chunk=64), GridSearch(space), results,
+                       None, None, None, None)
+    assert batches.take() == [(0, c0)]  # nothing known yet: one trial
+    first = evaluator.evaluate(c0, 0)
+    batches.finished([first], {_part(c0): evaluator.same_schedule(c0)})
+    assert batches.take() == [(2, c2)]  # c1 is c0's schedule: answered, not sent
+    copy = next(r for r in results if r.number == 1)
+    assert copy.config == c1 and copy.extra["same_schedule_as"] == 0 and copy.makespan_cycles == first.makespan_cycles
+    assert batches.take() == []  # c3 waits for c2's schedule
+    batches.finished([tune.TrialRecord(2, c2, status="failed", error="KilledWorker: gone")], {})
+    assert batches.take() == [(3, c3)]  # c2 failed: c3 is not answered from it, it is sent
+    assert sorted(r.number for r in results) == [0, 1, 2]
+
+
+def _part(config):
+    from pypto.tune.space import compile_part, config_key
+
+    return config_key(compile_part(config))
