@@ -190,7 +190,7 @@ class ScheduleKey:
     __slots__ = ("n_roots", "any_parallel", "loads", "max_sched_aicpu")
 
     def __init__(self, n_roots: int, any_parallel: bool, loads: frozenset, max_sched_aicpu: int):
-        self.n_roots, self.any_parallel, self.loads, self.max_sched_aicpu = n_roots, any_parallel, loads, max_sched_aicpu
+        self.__setstate__((n_roots, any_parallel, loads, max_sched_aicpu))
 
     def __getstate__(self):
         return (self.n_roots, self.any_parallel, self.loads, self.max_sched_aicpu)
