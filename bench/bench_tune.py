@@ -1,17 +1,24 @@
 """Trials per second of pypto.tune sweeps of the flash-attention example (``examples/``).
 
-    .venv/bin/python bench/bench_tune.py [--quick] [--seq 256] [--workers 2]
+    .venv/bin/python bench/bench_tune.py [--quick] [--seq 256] [--workers 1 2]
 
-Two sweeps, each in this process and on a LocalCluster of ``--workers`` worker processes:
+Three sweeps, each in this process and on a LocalCluster of each ``--workers`` count in turn
+(back to back, so the machine's load is about the same for all):
 
 * runtime: 1,000 configurations of 4 runtime options (device_sched_mode x stitch_function_max_num
   x launch_sched_aicpu_num x device_sched_parallelism), one compile, every other trial a
-  re-simulation of the cached call;
+  re-simulation of the cached call; most configurations share a schedule (a stitch limit above
+  the call's roots, the parallelism of a call without parallel loops), simulated once. On the
+  cluster this runs first, on cold workers: each imports pypto and compiles the kernel;
+* distinct: 160 configurations that are all distinct schedules (mode x AICPU threads x 8 stitch
+  limits below the root count), on the workers warm from the first sweep (a new space: each
+  compiles once), so every trial is a full simulation: this row compares worker counts;
 * tiles: the query and KV block sizes (BQ x BK), every trial a compile + run + simulation.
 
-The cluster's start-up is timed apart (``start s``) and not counted in the rates; the runtime sweep
-runs twice on the cluster, the second time on warm workers (they keep their compiled versions and
-the call's tasks). ``--quick`` runs a tenth of the runtime sweep.
+The cluster's start-up is timed apart (``start s``) and not counted in the rates. Each row gives
+the wall time, the CPU time of this process and of the workers (``time.process_time``), and how
+many trials went to a worker (``sent``: the driver answers the others of an already simulated
+schedule). ``--quick`` runs a tenth of the runtime sweep.
 """
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import pypto.tune as tune  # noqa: E402
+from pypto.tune.runner import local_cluster  # noqa: E402
 from pypto.tune.source import KernelSource  # noqa: E402
 
 RUNTIME = {"device_sched_mode": [0, 1, 2, 3],
@@ -31,19 +39,29 @@ RUNTIME = {"device_sched_mode": [0, 1, 2, 3],
            "launch_sched_aicpu_num": [1, 2, 3, 4, 5],
            "device_sched_parallelism": [1, 2, 3, 4, 5]}
 TILES = {"BQ": [16, 32, 64, 128], "BK": [32, 64, 128]}
+DISTINCT = {"device_sched_mode": [0, 1, 2, 3], "stitch_function_max_num": [3, 5, 6, 7, 9, 10, 11, 12],
+            "launch_sched_aicpu_num": [1, 2, 3, 4, 5]}
 
 
 def shapes(seq):
     return {name: (1, seq, 64) for name in ("q", "k", "v", "out")}
 
 
-def timed(label, kernel, space, **kw):
-    t0 = time.perf_counter()
-    results = tune.sweep(kernel, space, **kw)
-    seconds = time.perf_counter() - t0
+def _cpu() -> float:
+    return time.process_time()
+
+
+def timed(label, kernel, space, client=None, **kw):
+    workers0 = client.run(_cpu) if client is not None else {}
+    t0, c0 = time.perf_counter(), time.process_time()
+    results = tune.sweep(kernel, space, client=client, runner="dask" if client is not None else "inprocess", **kw)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    workers = sum(t - workers0.get(w, 0.0) for w, t in client.run(_cpu).items()) if client is not None else 0.0
     ok = len(results.ok)
+    sent = sum("same_schedule_as" not in r.extra for r in results)
     print(f"{label:34} {len(results):5d} trials {seconds:7.2f} s {len(results) / seconds:8.1f} trials/s"
-          f"   ok {ok}  best {results.best.makespan_cycles} cycles", flush=True)
+          f"   CPU here {cpu:5.2f} s, workers {workers:5.2f} s   sent {sent:4d}   ok {ok}  "
+          f"best {results.best.makespan_cycles} cycles   load {os.getloadavg()[0]:.1f}", flush=True)
     return results
 
 
@@ -51,10 +69,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     p.add_argument("--seq", type=int, default=256)
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     a = p.parse_args()
     import torch
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     torch.set_num_threads(1)
     source = KernelSource(name="flash_attention", path=os.path.join(ROOT, "examples", "flash_attention.py"))
@@ -63,23 +81,25 @@ def main():
     if a.quick:
         runtime["stitch_function_max_num"] = runtime["stitch_function_max_num"][:1]
     rt_space = tune.space(shapes(a.seq), options=runtime)
+    distinct = tune.space(shapes(a.seq), options=DISTINCT)
     tile_space = tune.space(shapes(a.seq), params=TILES)
     print(f"# pypto.tune: flash attention, batch 1, seq {a.seq}, D 64; {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
-    timed("runtime sweep, in-process", kernel, rt_space, runner="inprocess")
-    timed("tile sweep, in-process", kernel, tile_space, runner="inprocess")
-    t0 = time.perf_counter()
-    cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None)
-    client = Client(cluster)
-    print(f"LocalCluster of {a.workers} workers: start {time.perf_counter() - t0:.2f} s")
-    try:
-        timed(f"runtime sweep, {a.workers} workers", kernel, rt_space, client=client)
-        # the same sweep again: the workers keep their compiled versions and task tables
-        timed(f"runtime sweep, {a.workers} warm workers", kernel, rt_space, client=client)
-        timed(f"tile sweep, {a.workers} workers", kernel, tile_space, client=client)
-    finally:
-        client.close()
-        cluster.close()
+    timed("runtime sweep, in-process", kernel, rt_space)
+    timed("distinct schedules, in-process", kernel, distinct)
+    timed("tile sweep, in-process", kernel, tile_space)
+    for n in a.workers:
+        t0 = time.perf_counter()
+        cluster = local_cluster(n)  # as tune.sweep starts one: no dashboard, no worker profiler
+        client = Client(cluster)
+        print(f"LocalCluster of {n} workers: start {time.perf_counter() - t0:.2f} s")
+        try:
+            timed(f"runtime sweep, {n} cold workers", kernel, rt_space, client)
+            timed(f"distinct schedules, {n} workers", kernel, distinct, client)
+            timed(f"tile sweep, {n} workers", kernel, tile_space, client)
+        finally:
+            client.close()
+            cluster.close()
 
 
 if __name__ == "__main__":

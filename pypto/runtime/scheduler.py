@@ -80,6 +80,14 @@ class Replayer:
         self._schedules: OrderedDict = OrderedDict()  # (vso, machine id, schedule key) -> (machine, Timeline)
         self._kept_tasks = 0
 
+    def schedule_keyer(self, machine) -> "ScheduleKey":
+        """The `ScheduleKey` of this call on ``machine`` (the roots do not depend on
+        ``valid_shape_optimize``: any task table built so far answers)."""
+        replay = next(iter(self._replays.values()), None)
+        if replay is None:
+            replay = self._replays[False] = _Replay(self.lowered, self.stream, False, self.memory_key)
+        return replay.schedule_keyer(machine)
+
     def simulate(self, runtime: dict, machine) -> Timeline:
         """The timeline under ``runtime`` (a full runtime-option dict) on ``machine``; the same
         as `simulate` with these arguments."""
@@ -166,28 +174,49 @@ class _Replay:
         self.all_loads = frozenset().union(*self.loads) if self.loads else frozenset()
 
     def schedule_key(self, runtime: dict, machine):
-        """What of ``runtime`` the schedule of these roots on ``machine`` depends on, as a
-        hashable value (two option sets with one key give the same schedule, to the cycle), or
-        None when the options are not plain enough to say."""
+        """`ScheduleKey` of these roots on ``machine``, applied to ``runtime``."""
+        return self.schedule_keyer(machine)(runtime)
+
+    def schedule_keyer(self, machine) -> "ScheduleKey":
+        return ScheduleKey(len(self.index), self.any_parallel, self.all_loads, machine.max_sched_aicpu)
+
+
+class ScheduleKey:
+    """What of the runtime options the schedule of one call's roots on one machine depends on:
+    called with a runtime-option dict, a hashable value (two option sets with one key give the same
+    schedule, to the cycle), or None when the options are not plain enough to say. Small and
+    picklable: a tuning sweep's driver groups configurations by it before sending them to workers."""
+
+    __slots__ = ("n_roots", "any_parallel", "loads", "max_sched_aicpu")
+
+    def __init__(self, n_roots: int, any_parallel: bool, loads: frozenset, max_sched_aicpu: int):
+        self.__setstate__((n_roots, any_parallel, loads, max_sched_aicpu))
+
+    def __getstate__(self):
+        return (self.n_roots, self.any_parallel, self.loads, self.max_sched_aicpu)
+
+    def __setstate__(self, state):
+        self.n_roots, self.any_parallel, self.loads, self.max_sched_aicpu = state
+
+    def __call__(self, runtime: dict):
         try:
             mode = int(runtime.get("device_sched_mode", 0))
             max_roots = int(runtime.get("stitch_function_max_num", 128))
             parallelism = int(runtime.get("device_sched_parallelism", 1))
-            threads = max(1, min(int(runtime.get("launch_sched_aicpu_num", 7)), machine.max_sched_aicpu))
+            threads = max(1, min(int(runtime.get("launch_sched_aicpu_num", 7)), self.max_sched_aicpu))
             early = int(runtime.get("launch_early_mode", 0)) == 1
             host = frozenset(runtime.get("ready_on_host_tensors", ()) or ())
         except (TypeError, ValueError):
             return None
-        n_roots = len(self.index)
         # a device task is cut when it holds max_roots roots: any limit above the root count never
         # cuts one, and a limit of 1 or less cuts after every root
-        max_roots = min(max(max_roots, 1), n_roots + 1)
+        max_roots = min(max(max_roots, 1), self.n_roots + 1)
         if parallelism <= 0:
             return None  # the simulation says what is wrong with it
         # the parallelism divides only the stitch cost of roots in a parallel loop; the host-ready
         # tensors matter only among those some root's control flow loads
         return (mode in (1, 3), mode in (2, 3), max_roots, parallelism if self.any_parallel else 0, threads, early,
-                host & self.all_loads)
+                host & self.loads)
 
 
 class _Sim:

@@ -10,18 +10,20 @@ import os
 import time
 
 from .results import Results
-from .search import make_strategy
+from .search import GridSearch, make_strategy
 from .space import Space, compile_part, config_key
 from .source import KernelSource, refuse_unguarded_script
-from .trial import FAILED, MISMATCH, Evaluator, TrialRecord
+from .trial import FAILED, MISMATCH, OK, Evaluator, TrialRecord
 
 _EVALUATORS: dict = {}  # on a worker: (source, space, seed) -> Evaluator, kept between trials
 _KEEP_EVALUATORS = 4
 
 
-def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0, baseline=None) -> list:
+def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0, baseline=None) -> tuple:
     """Trials on a worker: load the kernel by its source (once per process) and evaluate each
-    ``(number, config)`` of ``numbered``; the worker keeps its compiled versions between calls."""
+    ``(number, config)`` of ``numbered``; the worker keeps its compiled versions between calls.
+    Returns the records and, per compiled part they ran, its `SameSchedule` (the driver answers
+    configurations of an already simulated schedule without sending them)."""
     import json
 
     from .key import describe_baseline
@@ -32,7 +34,35 @@ def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0,
         while len(_EVALUATORS) >= _KEEP_EVALUATORS:  # a long-lived worker serves many sweeps
             _EVALUATORS.pop(next(iter(_EVALUATORS)))
         evaluator = _EVALUATORS[key] = Evaluator(source.load(), Space.from_dict(space), seed, baseline=baseline)
-    return [evaluator.evaluate(config, number) for number, config in numbered]
+    records, classes = [], {}
+    for number, config in numbered:
+        records.append(evaluator.evaluate(config, number))
+        part = config_key(compile_part(config))
+        if part not in classes:
+            classes[part] = evaluator.same_schedule(config)
+    return records, {part: c for part, c in classes.items() if c is not None}
+
+
+def local_cluster(n_workers: int | None = None):
+    """The embedded Dask cluster a sweep starts without a scheduler address: a ``LocalCluster`` of
+    ``n_workers`` single-threaded worker processes (default one per core), without a dashboard and
+    without the workers' statistical profiler (its sampling thread costs a worker about a tenth
+    of its CPU time; a sweep's trials are short and many). Its workers import pypto while
+    starting (ready for trials when the cluster is up, all at once)."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):
+        return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                            dashboard_address=None, preload=[__name__])
+
+
+def dask_setup(worker) -> None:  # noqa: ARG001 - Dask's preload hook
+    """Run by each worker of `local_cluster` as it starts: imports what every trial needs (torch,
+    the simulator), so the first trials do not wait for it."""
+    import torch  # noqa: F401
+
+    from ..runtime import scheduler, timeline  # noqa: F401
 
 
 class InProcessRunner:
@@ -70,13 +100,14 @@ class DaskRunner:
     """Trials on Dask workers. ``scheduler_address`` (``tcp://host:8786``) joins a running cluster;
     without it an embedded ``LocalCluster(processes=True)`` of ``n_workers`` single-threaded
     workers (default: one per core) is started and closed with the runner. ``client`` reuses an
-    existing ``distributed.Client``. At most ``in_flight`` trials (default twice the workers) are
-    submitted ahead, so a sampler learns from results as they come."""
+    existing ``distributed.Client``. At most ``in_flight`` Dask tasks (default twice the workers)
+    are submitted ahead, so a sampler learns from results as they come; each holds a batch of at
+    most ``chunk`` trials (`_Batches`)."""
 
     def __init__(self, source: KernelSource, space: Space, seed: int = 0, scheduler_address: str | None = None,
                  n_workers: int | None = None, client=None, retries: int = 2, in_flight: int | None = None,
-                 chunk: int = 8, baseline=None):
-        from distributed import Client, LocalCluster
+                 chunk: int = 64, baseline=None):
+        from distributed import Client
 
         self.source, self.space, self.seed, self.retries = source, space, seed, retries
         self.baseline = baseline
@@ -85,8 +116,7 @@ class DaskRunner:
             if scheduler_address:
                 client = Client(scheduler_address)
             else:
-                cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                                       processes=True, dashboard_address=None)
+                cluster = local_cluster(n_workers)
                 client = Client(cluster)
                 self._own.append(cluster)
             self._own.insert(0, client)
@@ -103,31 +133,12 @@ class DaskRunner:
         from distributed import as_completed
 
         space = self.space.to_dict()
-        number = results.next_number
-        submitted = len(results)
-        pending = as_completed()
+        pending = as_completed(with_results=True, raise_errors=False)  # results fetched as they finish
+        batch = _Batches(self, strategy, results, budget, deadline, on_trial, stop)
         batches: dict = {}
-        # a few trials per Dask task amortise its overhead (a re-simulation takes milliseconds);
-        # never more than an even share of what is left, so every worker gets some
-        left = (self.space.size if budget is None else min(budget, self.space.size)) - len(results)
-        chunk = max(1, min(self.chunk, left // (2 * self.workers)))
 
         def submit() -> bool:
-            nonlocal number, submitted
-            numbered = []
-            while len(numbered) < chunk:
-                if stop is not None and stop.is_set():
-                    results.interrupted = True
-                    break
-                if (budget is not None and submitted >= budget) or \
-                        (deadline is not None and time.monotonic() >= deadline):
-                    break
-                config = strategy.ask()
-                if config is None:
-                    break
-                numbered.append((number, config))
-                number += 1
-                submitted += 1
+            numbered = batch.take()
             if not numbered:
                 return False
             future = self.client.submit(run_trials, self.source, space, numbered, self.seed, self.baseline,
@@ -140,28 +151,136 @@ class DaskRunner:
         while len(batches) < self.in_flight and submit():
             pass
         try:
-            self._collect(pending, batches, strategy, results, on_trial, submit)
+            for future, got in pending:
+                numbered = batches.pop(future.key)
+                if future.status == "error" or isinstance(got, BaseException):
+                    # e.g. KilledWorker after every retry: recorded, and the schedules waiting
+                    # on these trials are sent themselves
+                    e = got[1] if isinstance(got, tuple) else got
+                    batch.finished([TrialRecord(n, config, status=FAILED, error=f"{type(e).__name__}: {e}")
+                                    for n, config in numbered], {})
+                else:
+                    batch.finished(*got)
+                while len(batches) < self.in_flight and submit():
+                    pass
         finally:
             for future in list(pending.futures):  # interrupted: what is still queued is dropped
                 future.cancel()
-
-    def _collect(self, pending, batches, strategy, results, on_trial, submit) -> None:
-        for future in pending:
-            numbered = batches.pop(future.key)
-            try:
-                records = future.result()
-            except Exception as e:  # noqa: BLE001 - e.g. KilledWorker after every retry: recorded
-                records = [TrialRecord(n, config, status=FAILED, error=f"{type(e).__name__}: {e}")
-                           for n, config in numbered]
-            for record in records:
-                _finish(record, strategy, results, on_trial)
-            while len(batches) < self.in_flight and submit():
-                pass
 
     def close(self) -> None:
         for thing in self._own:
             thing.close()
         self._own = []
+
+
+class _Batches:
+    """What a Dask sweep's driver sends, a batch of trials at a time, and what it answers itself.
+
+    Configurations of one compiled part that simulate to the same schedule (`trial.SameSchedule`,
+    learnt from the first trials of that part) are sent once: the others are answered from that
+    trial's record when it comes back (the in-process runner's `Replayer` does the same, so a
+    sweep simulates each schedule once on any number of workers, instead of once per worker).
+    A batch holds as many trials as take about `BATCH_SECONDS` on a worker (one at first: the
+    first trials compile), at most ``chunk`` (`LEARNING_BATCH` for a strategy that learns from
+    each result, such as TPE), never more than an even share of what is left, so every worker
+    gets some."""
+
+    BATCH_SECONDS = 1.0  # a Dask task costs the scheduler a few ms of CPU (more on a loaded machine)
+    LEARNING_BATCH = 8
+
+    def __init__(self, runner, strategy, results, budget, deadline, on_trial, stop):
+        self.runner, self.strategy, self.results = runner, strategy, results
+        self.budget, self.deadline, self.on_trial, self.stop = budget, deadline, on_trial, stop
+        self.number = results.next_number
+        self.submitted = len(results)
+        self.classes: dict = {}  # compiled part -> SameSchedule
+        self.simulated: dict = {}  # schedule key -> the record of its trial (None: still running)
+        self.waiting: dict = {}  # schedule key -> [(number, config)] answered when its trial comes back
+        self.sent_key: dict = {}  # trial number -> its schedule key
+        self.again: list = []  # (number, config) to send after all: their schedule's trial failed
+        self.seconds: list = []  # wall time of recent trials that compiled nothing
+        # a strategy that learns (TPE) asks a batch before it is told any of it: small batches
+        learns = not isinstance(getattr(strategy, "inner", strategy), GridSearch)
+        self.cap = min(runner.chunk, self.LEARNING_BATCH) if learns else runner.chunk
+
+    def _chunk(self) -> int:
+        left = (self.runner.space.size if self.budget is None else min(self.budget, self.runner.space.size)) \
+            - self.submitted
+        share = max(1, left // (2 * self.runner.workers))
+        if not self.seconds:
+            return 1
+        # the mean, not the median: the few trials that simulate (the others of their schedule
+        # are answered here, or by the worker's Replayer) are what a batch waits for
+        typical = sum(self.seconds) / len(self.seconds)
+        return max(1, min(self.cap, share, int(self.BATCH_SECONDS / max(typical, 1e-6))))
+
+    def _key(self, config):
+        same = self.classes.get(config_key(compile_part(config)))
+        return same.key(config) if same is not None else None
+
+    def take(self) -> list:
+        """The next batch to send ((number, config) pairs; empty: nothing more to send now)."""
+        numbered = []
+        size = self._chunk()
+        while len(numbered) < size:
+            if self.again:
+                numbered.append(self.again.pop())
+                continue
+            if self.stop is not None and self.stop.is_set():
+                self.results.interrupted = True
+                break
+            if (self.budget is not None and self.submitted >= self.budget) or \
+                    (self.deadline is not None and time.monotonic() >= self.deadline):
+                break
+            config = self.strategy.ask()
+            if config is None:
+                break
+            number = self.number
+            self.number += 1
+            self.submitted += 1
+            key = self._key(config)
+            if key is not None:
+                if key in self.simulated:
+                    done = self.simulated[key]
+                    if done is None:
+                        self.waiting.setdefault(key, []).append((number, config))
+                    else:
+                        _finish(_same_as(done, number, config), self.strategy, self.results, self.on_trial)
+                    continue
+                self.simulated[key] = None
+                self.sent_key[number] = key
+            numbered.append((number, config))
+        return numbered
+
+    def finished(self, records: list, classes: dict) -> None:
+        """A batch came back: record its trials, then those that waited on their schedules."""
+        self.classes.update(classes)
+        for record in records:
+            if not record.compiled and record.ok:
+                self.seconds = self.seconds[-31:] + [record.seconds]
+            _finish(record, self.strategy, self.results, self.on_trial)
+            key = self.sent_key.pop(record.number, None)
+            if key is None:  # sent before its part's schedules were known: may answer others later
+                key = self._key(record.config)
+                if key is not None and record.status in (OK, MISMATCH) and self.simulated.get(key) is None:
+                    self.simulated[key] = record
+                continue
+            if record.status in (OK, MISMATCH):
+                self.simulated[key] = record
+                for number, config in self.waiting.pop(key, ()):
+                    _finish(_same_as(record, number, config), self.strategy, self.results, self.on_trial)
+            else:  # not a figure to copy: the waiting ones run themselves
+                self.simulated.pop(key, None)
+                self.again.extend(reversed(self.waiting.pop(key, [])))
+
+
+def _same_as(record: TrialRecord, number: int, config: dict) -> TrialRecord:
+    """The record of ``config``, which simulates to the same schedule as ``record``'s trial did:
+    its figures, nothing compiled or simulated for it."""
+    got = TrialRecord.from_dict({**record.to_dict(), "number": number, "config": dict(config), "compiled": False,
+                                 "seconds": 0.0})
+    got.extra = {**record.extra, "same_schedule_as": record.number}
+    return got
 
 
 class _Fitter:

@@ -355,9 +355,47 @@ class Evaluator:
         rec.seconds = time.perf_counter() - t0
         return rec
 
+    def same_schedule(self, config: dict):
+        """A `SameSchedule` for ``config``'s compiled versions (one per call shape), or None when
+        one of them failed or is not compiled here yet: a sweep's driver uses it to send one
+        configuration of each schedule to the workers and answer the others from its record."""
+        part = self._parts(config)[0]
+        calls = []
+        for call in range(len(self.space.shapes)):
+            v = self._versions.get((part, call))
+            if v is None or v.error:
+                return None
+            calls.append((v.runtime, v.replayer.schedule_keyer(v.machine)))
+        return SameSchedule(part, calls)
+
     def timeline(self, config: dict, call: int = 0):
         """The simulated Timeline of ``config`` on call shape ``call`` (for the lab)."""
         return _simulated(self.version(config, call)[0], self._parts(config)[1])
+
+
+class SameSchedule:
+    """Which configurations of one compiled part simulate to the same schedules, to the cycle: the
+    `runtime.scheduler.ScheduleKey` of each call shape's version under its compile's runtime
+    options. Picklable (workers send it to the sweep's driver)."""
+
+    def __init__(self, part: str, calls: list):
+        self.part, self.calls = part, calls
+
+    def key(self, config: dict):
+        """A hashable key shared by exactly the configurations of this part that give the same
+        schedule on every call shape, or None when it cannot be told (invalid options)."""
+        try:
+            runtime = _runtime_options(config)
+        except Exception:  # noqa: BLE001 - the trial itself says what is wrong
+            return None
+        keys = []
+        for base, keyer in self.calls:
+            full = {**base, **runtime}
+            k = keyer(full)
+            if k is None:
+                return None
+            keys.append((bool(full.get("valid_shape_optimize", 0)), k))
+        return (self.part, tuple(keys))
 
 
 class _TrialFailed(Exception):

@@ -40,6 +40,28 @@ def test_dask_sweep_gives_the_same_results_as_in_process(client):
     assert {r.worker for r in there} <= set(client.scheduler_info()["workers"])  # ran on the workers
 
 
+def test_configurations_of_one_schedule_are_simulated_once_on_the_cluster(client):
+    # 200 rows in tiles of 32: 7 roots, no parallel loop. Every stitch limit above 7 and every
+    # parallelism give one schedule, so these 16 configurations are 2 schedules (the mode's)
+    space = tune.space(SHAPE, options={"device_sched_mode": [0, 1], "stitch_function_max_num": [8, 16, 64, 128],
+                                       "device_sched_parallelism": [1, 2]})
+    here = tune.sweep(exp_rows, space, runner="inprocess")
+    there = tune.sweep(exp_rows, space, client=client)
+    assert len(there) == 16 and len({r.number for r in there}) == 16
+    by_key = {r.key: r for r in there}
+    for r in here:
+        assert {f: getattr(r, f) for f in FIGURES} == {f: getattr(by_key[r.key], f) for f in FIGURES}
+    answered = [r for r in there if "same_schedule_as" in r.extra]
+    # at most the first batches (one trial each, sent before any came back) and one trial per
+    # schedule went to the workers; the others were answered from those trials' records
+    sent = 16 - len(answered)
+    assert sent <= 2 * len(client.scheduler_info()["workers"]) + 2, sent
+    runs = {r.number: r for r in there if "same_schedule_as" not in r.extra}
+    for r in answered:
+        twin = runs[r.extra["same_schedule_as"]]
+        assert twin.config["device_sched_mode"] == r.config["device_sched_mode"] and not r.compiled
+
+
 KILLER = '''
 import os
 import pypto
@@ -139,3 +161,58 @@ def test_a_finished_dask_sweep_resumed_starts_no_cluster(tmp_path, monkeypatch):
     monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
     again = tune.sweep(exp_rows, space, store=store)  # runner="dask" by default
     assert [r.to_dict() for r in again] == [r.to_dict() for r in done]
+
+
+def _worker_state():
+    import sys
+
+    import dask
+
+    return dask.config.get("distributed.worker.profile.enabled"), "torch" in sys.modules
+
+
+def test_the_embedded_clusters_workers_start_ready_and_without_the_profiler():
+    import dask
+
+    from pypto.tune.runner import local_cluster
+
+    cluster = local_cluster(1)
+    try:
+        with distributed.Client(cluster) as c:
+            got = c.run(_worker_state)
+        assert list(got.values()) == [(False, True)]  # no profiler; torch imported as it started
+    finally:
+        cluster.close()
+    assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is untouched
+
+
+def test_the_driver_answers_a_known_schedule_and_sends_again_what_waited_on_a_failed_trial():
+    from types import SimpleNamespace
+
+    from pypto.tune.results import Results
+    from pypto.tune.runner import _Batches
+    from pypto.tune.search import GridSearch
+    from pypto.tune.trial import Evaluator
+
+    space = tune.space(SHAPE, options={"device_sched_mode": [0, 1], "stitch_function_max_num": [8, 16]})
+    c0, c1, c2, c3 = space.grid()  # (mode, stitch): 0/8, 0/16, 1/8, 1/16: 7 roots, so 2 schedules
+    evaluator = Evaluator(exp_rows, space)
+    results = Results()
+    batches = _Batches(SimpleNamespace(space=space, workers=1, chunk=64), GridSearch(space), results,
+                       None, None, None, None)
+    assert batches.take() == [(0, c0)]  # nothing known yet: one trial
+    first = evaluator.evaluate(c0, 0)
+    batches.finished([first], {_part(c0): evaluator.same_schedule(c0)})
+    assert batches.take() == [(2, c2)]  # c1 is c0's schedule: answered, not sent
+    copy = next(r for r in results if r.number == 1)
+    assert copy.config == c1 and copy.extra["same_schedule_as"] == 0 and copy.makespan_cycles == first.makespan_cycles
+    assert batches.take() == []  # c3 waits for c2's schedule
+    batches.finished([tune.TrialRecord(2, c2, status="failed", error="KilledWorker: gone")], {})
+    assert batches.take() == [(3, c3)]  # c2 failed: c3 is not answered from it, it is sent
+    assert sorted(r.number for r in results) == [0, 1, 2]
+
+
+def _part(config):
+    from pypto.tune.space import compile_part, config_key
+
+    return config_key(compile_part(config))
