@@ -85,7 +85,12 @@ def compile_replay(steps, n_params: int, shares=None):
         if direct:
             O = ["None"] * step.nparams
             for k, v in enumerate(step.outs):
-                O[v[0]] = outs[k] = view(v, n, f"o{k}")
+                made = view(v, n, f"o{k}")
+                if not made.startswith("v"):  # a workspace's view: made once, named, so that the
+                    # result computed into it is recognised (a second view would be copied onto it)
+                    body.append(f"    w{k} = {made}")
+                    made = f"w{k}"
+                O[v[0]] = outs[k] = made
             body.append(f"    O = [{', '.join(O)}]")
         body.append("    try:")
         body.append(f"        res = F{n}(P, E{n}, B{n}, S{n}, {'O' if direct else 'None'}, scratch[{n}])")
