@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 from .._lazy import torch
 
@@ -176,37 +175,6 @@ def _operands(ins, attrs, ev):
     return a.narrow(-1, 0, k), b.narrow(-2, 0, k)
 
 
-def _outer_product(a, b):
-    """``torch.matmul(a, b)`` for operands whose batch dims never both exceed 1 (a block of query
-    rows against each key block: every instance of ``a`` meets every instance of ``b``) as one
-    GEMM, the batch of ``a`` folded into M and that of ``b`` into N (torch's broadcast matmul
-    expands both and runs one small GEMM per pair); a view in the broadcast result's layout. None
-    when the batches are not of that form."""
-    nd = max(a.dim(), b.dim())
-    if nd <= 2:
-        return None
-    a = a.reshape((1,) * (nd - a.dim()) + tuple(a.shape)) if a.dim() < nd else a
-    b = b.reshape((1,) * (nd - b.dim()) + tuple(b.shape)) if b.dim() < nd else b
-    da = [d for d in range(nd - 2) if a.shape[d] > 1]
-    db = [d for d in range(nd - 2) if b.shape[d] > 1]
-    if not da or not db or set(da) & set(db):
-        return None
-    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    sa, sb = [a.shape[d] for d in da], [b.shape[d] for d in db]
-    lhs = a.reshape(math.prod(sa) * m, k)
-    rhs = b.reshape(math.prod(sb), k, n).permute(1, 0, 2).reshape(k, math.prod(sb) * n)
-    r = torch.matmul(lhs, rhs).view(*sa, m, *sb, n)
-    # r's dims: a's batch dims, m, b's batch dims, n -> the batch dims in their order, then m, n
-    pos = {d: i for i, d in enumerate(da)}
-    pos.update({d: len(da) + 1 + i for i, d in enumerate(db)})
-    order = [pos[d] for d in sorted(pos)] + [len(da), len(da) + 1 + len(db)]
-    r = r.permute(order)
-    for d in range(nd - 2):  # the batch dims both operands have as 1, back in place
-        if a.shape[d] == 1 and b.shape[d] == 1:
-            r = r.unsqueeze(d)
-    return r
-
-
 _EPILOGUE = ("tf32", "bias", "scale", "scale_tensor")  # and relu, to_int8 when set
 
 
@@ -228,9 +196,8 @@ def _matmul_into(ins, attrs, ev, dst):
     shape = tuple(y if x == 1 else x for x, y in zip(ba, bb)) + (a.shape[-2], b.shape[-1])
     if tuple(dst.shape) != shape:
         return None
-    r = _outer_product(a, b)
-    if r is not None:  # (torch's matmul into an output with broadcast operands is slower still)
-        return dst.copy_(r)
+    if ba != bb:  # (torch's matmul into an output is slower than computing apart for broadcast batches)
+        return dst.copy_(torch.matmul(a, b))
     if not dst.is_contiguous():  # (torch's matmul out= folds batches by viewing the output)
         return dst.copy_(torch.matmul(a, b))
     return torch.matmul(a, b, out=dst)
@@ -248,8 +215,5 @@ def _matmul(ins, attrs, ev):
           and a.dtype in (torch.float16, torch.bfloat16)):
         return torch.matmul(a, b)
     else:  # fp32 accumulation; the leaf rounds once to the declared dtype
-        a, b = a.float(), b.float()
-        out = _outer_product(a, b)
-        if out is None:
-            out = torch.matmul(a, b)
+        out = torch.matmul(a.float(), b.float())
     return apply_epilogue(out, ins, attrs)
