@@ -12,8 +12,11 @@ dimensions. A step addresses each operand as one strided view of its GM tensor:
   call on the whole region, tails included; other grid axes stay batch dims, with the full tiles
   and the tail tile as separate pieces.
 
-No tile is copied to gather it; one ``copy_`` per output scatters the results. The plan depends
-only on the sizes, so a cached call with the same sizes replays it (execute.py).
+No tile is copied to gather it. An output whose storage the step does not read gets its view
+handed to the leaf, whose ops compute into it (elementwise ops, reductions, fp32 matmuls); the
+others (a running maximum read and written by one step, results of ops without such a form) are
+copied into their views after the leaf. The plan depends only on the sizes, so a cached call with
+the same sizes replays it (execute.py).
 """
 
 from __future__ import annotations
