@@ -390,18 +390,37 @@ def _snap_reads_to_writes(table, n_reads):
     if n_reads == 0 or n_reads == len(table):
         return
     reads, writes = table[:n_reads], table[n_reads:]
+    rb, wb = reads[:, 0], writes[:, 0]
+    # one sorted key per (buffer, write origin) and a binary search per read, for every buffer at
+    # once: a loop over buffers that scans all rows each time is quadratic in the buffers
+    # (qwen3_next's gated delta rule, 75,536 tasks: 137 s of its 143 s timeline build went there)
+    b_lo = int(min(rb.min(), wb.min()))
+    for d in range(1, table.shape[1]):
+        rv, wv = reads[:, d], writes[:, d]
+        v_lo = int(min(rv.min(), wv.min()))
+        span = int(max(rv.max(), wv.max())) - v_lo + 1
+        if (int(max(rb.max(), wb.max())) - b_lo + 1) * span >= 1 << 62:
+            _snap_dim_by_buffer(reads, writes, d)
+            continue
+        keys = np.unique((wb - b_lo) * span + (wv - v_lo))
+        at = np.searchsorted(keys, (rb - b_lo) * span + (rv - v_lo), side="right") - 1
+        found = keys[np.maximum(at, 0)]
+        ok = (at >= 0) & (found // span == rb - b_lo)
+        rv[ok] = found[ok] % span + v_lo
+
+
+def _snap_dim_by_buffer(reads, writes, d):
+    """`_snap_reads_to_writes` for one dimension, buffer by buffer (keys too wide for one int64)."""
     for b in np.unique(writes[:, 0]).tolist():
         rsel = reads[:, 0] == b
         if not rsel.any():
             continue
-        w = writes[writes[:, 0] == b]
-        r = reads[rsel]
-        for d in range(1, table.shape[1]):
-            grid = np.unique(w[:, d])
-            at = np.searchsorted(grid, r[:, d], side="right") - 1
-            ok = at >= 0
-            r[ok, d] = grid[at[ok]]
-        reads[rsel] = r
+        grid = np.unique(writes[writes[:, 0] == b, d])
+        r = reads[rsel, d]
+        at = np.searchsorted(grid, r, side="right") - 1
+        ok = at >= 0
+        r[ok] = grid[at[ok]]
+        reads[rsel, d] = r
 
 
 def _dense_rows(table):
