@@ -68,6 +68,8 @@ class Epilogue:
     op "matmul": ``args[0] @ w0`` where the weight input ``w0`` has the batch dims of the program,
     then K (the program's last dim) and ``n`` (its own dim), swapped with ``b_trans``; ``axes``
     unused. op "transpose": swaps ``axes``. op "concat": joins ``args`` along ``axes[0]``.
+    op "reshape": merges the last two axes into one (``pypto.reshape``; never a looped axis, so a
+    tail tile keeps its meaning); the result has rank - 1.
     """
     op: str
     args: tuple[int, ...]
@@ -102,6 +104,17 @@ class Program:
     shift: tuple[int, int] | None = None
     # user text the kernel passes as names (issue 20: never code): pypto.loop(name=..., idx_name=...)
     loop_name: str | None = None
+    # the loop over axis 0 counts `x0.shape[0] / t` (upstream's true division of a size: exact
+    # multiples only); the driver also calls with a size that is no multiple, which is refused
+    true_div: bool = False
+    # every tensor argument is passed as a stepped view `base[1::step]` along axis 0 of a larger
+    # tensor whose other rows hold the fill value (NaN / -7777): the rows between must stay so
+    step: int | None = None
+
+    def refuses_indivisible(self) -> bool:
+        """Whether the driver's extra call with axis 0 one longer (no multiple of the tile) must be
+        refused: a true-division loop over a runtime axis 0 with tiles of more than one row."""
+        return self.true_div and self.dims[0].runtime and self.loop_tiles[0] > 1
 
     def refuses_short(self) -> bool:
         """Whether the shifted input one row short must be refused: a binary op combines its tile
