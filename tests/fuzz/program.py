@@ -131,12 +131,13 @@ class Program:
         one, both full along a runtime axis, that a binary op combines; the first input grown by
         one there must be refused (torch refuses the shapes). Not on a looped axis: the kernel
         reads row tiles there, and rows past the loop's range are never read, as in torch with the
-        same slices (sweep 2043 drew such calls); an input annotated DYNAMIC where the others have
-        a static size counts too, unless that size is 1 (it broadcasts, in torch and here)."""
+        same slices (sweep 2043 drew such calls); nor on a column window's axis, a fixed slice
+        (sweeps 2051/2053 drew those). An input annotated DYNAMIC where the others have a static
+        size counts too, unless that size is 1 (it broadcasts, in torch and here)."""
         shifted = self.shift[0] if self.shift is not None else None
         for a, d in enumerate(self.dims):
-            if a < len(self.loop_tiles):
-                continue
+            if a < len(self.loop_tiles) or (self.window is not None and self.window[0] == a):
+                continue  # a column window reads a fixed slice: a longer input there is torch's too
             for st in self.steps:
                 if st.op not in BINARY:
                     continue
