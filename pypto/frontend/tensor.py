@@ -356,6 +356,12 @@ class Tensor:
         if _is_full_key(key) and self._holds_nothing():  # upstream: t[:] = x is t.move(x)
             self.move(src)
             return
+        if _is_full_key(key) and _takes_the_shape_of(self, src):
+            # upstream's t[:] = x is t.move(x): a local given a value of another shape becomes that
+            # value (ds_v32's `cos_2d[:] = pypto.view(cos_2d, [tile, d], [off, 0])`); with the same
+            # shape it is written in place below, which is what loop-carried state needs
+            self.move(src)
+            return
         if isinstance(key, slice) and key == slice(None) and self.dim > 0:
             src = _fit_rank(src, self)
             if isinstance(src, Tensor) and src.dim == self.dim:
@@ -465,6 +471,15 @@ def _is_empty_handle(t: Tensor) -> bool:
     except AttributeError:
         return True
     return False
+
+
+def _takes_the_shape_of(t: Tensor, src) -> bool:
+    """``t[:] = src`` rebinds ``t`` (upstream's move) rather than writing into it: ``t`` is no
+    kernel argument and ``src`` a tensor of its rank but another shape."""
+    if not isinstance(src, Tensor) or type(t) is not Tensor or t._value.kind == "param":
+        return False
+    a, b = t._value.shape, src._value.shape
+    return len(a) == len(b) and any(x != y for x, y in zip(a, b))  # dims compare structurally
 
 
 def _is_full_key(key) -> bool:

@@ -301,11 +301,20 @@ def _reshape(ins, attrs, ev):
     target = ev(attrs["valid"]) if attrs["valid"] is not None else ev(attrs["shape"])
     if math.prod(target) == x.numel():
         return x.reshape(target)
+    full = ev(attrs["shape"])
+    if attrs["valid"] is not None and source is not None and nb >= 0 \
+            and tuple(x.shape[nb:]) == tuple(source) and math.prod(source) == math.prod(full):
+        # the whole tile came, padding rows too (qwen3_next's chunk output [l, d], computed over
+        # padded inputs, reshaped to [l, 1, d] with valid [actual_l, 1, d]): reshape its memory,
+        # as the device does, and keep the valid part (leading batch dims of a batched leaf kept)
+        out = x.reshape(tuple(x.shape[:nb]) + tuple(full))
+        return out[(..., *(slice(0, n) for n in target))]
     rest = math.prod(target[1:]) if len(target) > 1 else 1
     if rest and x.numel() % rest == 0 and x.numel() <= math.prod(target):
         return x.reshape([x.numel() // rest, *target[1:]])
     raise KernelRuntimeError("reshape of a partial (tail) tile is ambiguous",
-                             expected=f"{math.prod(target)} valid elements", got=f"{x.numel()}",
+                             expected=f"{math.prod(target)} valid elements ({list(target)})",
+                             got=f"{x.numel()} elements ({list(x.shape)})",
                              hint="pass valid_shape=[...] to pypto.reshape")
 
 

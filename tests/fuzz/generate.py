@@ -117,6 +117,15 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) ->
     # bound the iterations (each is simulated): widen the tiles of a long loop nest
     while math.prod(-(-max(d.sizes) // t) for d, t in zip(ds, loop_tiles)) > MAX_ITERATIONS:
         loop_tiles = tuple(t * 4 for t in loop_tiles)
+    # upstream's `x.shape[0] / t` loop count: axis 0's sizes become multiples of the tile (a
+    # runtime axis: a static size is a Python int, and int / int a float no loop takes)
+    true_div = bool(n_loop) and ds[0].runtime and draw(st.integers(0, 4)) == 0
+    if true_div:
+        t = loop_tiles[0]
+        first, second = (-(-n // t) * t for n in ds[0].sizes)
+        if ds[0].runtime and second == first:
+            second = first + t
+        ds = (Dim(ds[0].kind, (first, second)),) + ds[1:]
     n_inputs = draw(st.integers(1, 4))
     masks = [frozenset()]
     for _ in range(n_inputs - 1):
@@ -170,20 +179,22 @@ def programs(draw, max_steps: int = 8, dtypes: tuple[str, ...] = DTYPE_ORDER) ->
         if smallest >= 2:
             start = draw(st.integers(0, smallest - 1))
             window = (axis, start, draw(st.integers(start + 1, smallest)))
-    carry = bool(n_loop) and window is None and draw(st.integers(0, 3)) == 0
+    carry = bool(n_loop) and window is None and (epilogue is None or epilogue.op != "reshape") \
+        and draw(st.integers(0, 3)) == 0
     dynamic_in = ()
     fixed = [a for a, d in enumerate(ds) if not d.runtime]
     if fixed and n_inputs + (epilogue is not None and epilogue.op == "matmul") > 1:
         n_tensors = n_inputs + (epilogue is not None and epilogue.op == "matmul")
         dynamic_in = ((draw(st.integers(1, n_tensors - 1)), draw(st.sampled_from(fixed))),)
     strided = rank >= 2 and draw(st.integers(0, 4)) == 0
+    step = draw(st.sampled_from((2, 3))) if rank and not strided and draw(st.integers(0, 4)) == 0 else None
     explicit = bool(n_loop) and draw(st.integers(0, 3)) == 0
     shift = None  # an input read some rows further (its own, larger, DYNAMIC size): issue 20's view form
     shiftable = [i for i in range(1, n_inputs) if 0 not in masks[i] and all(j != i for j, _ in dynamic_in)]
     if n_loop and not explicit and ds[0].runtime and shiftable and draw(st.booleans()):
         shift = (draw(st.sampled_from(shiftable)), draw(st.sampled_from((1, 2, 5))))
     loop_name = draw(st.sampled_from(HOSTILE_NAMES)) if n_loop and draw(st.integers(0, 3)) == 0 else None
-    return Program(loop_name=loop_name, strided=strided, carry=carry, dynamic_in=dynamic_in, retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
+    return Program(true_div=true_div, step=step, loop_name=loop_name, strided=strided, carry=carry, dynamic_in=dynamic_in, retile=retile, window=window, dtype=dtype, dims=ds, input_masks=masks, steps=tuple(chain),
                    outputs=tuple(outputs), loop_tiles=loop_tiles, vec_tile=vec_tile,
                    ellipsis_from=ellipsis, explicit_views=explicit,
                    seed=draw(st.integers(0, 2 ** 16)), epilogue=epilogue, shift=shift)
@@ -203,9 +214,11 @@ def epilogues(draw, rank: int, ds: tuple, n_loop: int, metas: list):
         # the weight input has the program's dtype
         mm = [i for i in free if metas[i][0] == metas[0][0] in FLOAT and not metas[i][1]]
         if mm:
-            kinds += ["matmul", "matmul"]
+            kinds += ["matmul"] * 3
     if rank >= 1 and n_loop < rank:
         kinds.append("concat")
+    if rank >= 2 and n_loop <= rank - 2:
+        kinds.append("reshape")
     if not kinds or not free:
         return None
     kind = draw(st.sampled_from(kinds))
@@ -213,6 +226,8 @@ def epilogues(draw, rank: int, ds: tuple, n_loop: int, metas: list):
     if kind == "transpose":
         a1, a2 = sorted(draw(st.lists(st.integers(n_loop, rank - 1), min_size=2, max_size=2, unique=True)))
         return Epilogue("transpose", (draw(st.sampled_from([last] + free)),), (a1, a2))
+    if kind == "reshape":
+        return Epilogue("reshape", (draw(st.sampled_from([last] + free)),))
     if kind == "concat":
         a = draw(st.integers(0, len(free) - 1))
         first = free[-1] if draw(st.integers(0, 2)) else free[a]

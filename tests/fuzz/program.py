@@ -68,6 +68,8 @@ class Epilogue:
     op "matmul": ``args[0] @ w0`` where the weight input ``w0`` has the batch dims of the program,
     then K (the program's last dim) and ``n`` (its own dim), swapped with ``b_trans``; ``axes``
     unused. op "transpose": swaps ``axes``. op "concat": joins ``args`` along ``axes[0]``.
+    op "reshape": merges the last two axes into one (``pypto.reshape``; never a looped axis, so a
+    tail tile keeps its meaning); the result has rank - 1.
     """
     op: str
     args: tuple[int, ...]
@@ -102,6 +104,17 @@ class Program:
     shift: tuple[int, int] | None = None
     # user text the kernel passes as names (issue 20: never code): pypto.loop(name=..., idx_name=...)
     loop_name: str | None = None
+    # the loop over axis 0 counts `x0.shape[0] / t` (upstream's true division of a size: exact
+    # multiples only); the driver also calls with a size that is no multiple, which is refused
+    true_div: bool = False
+    # every tensor argument is passed as a stepped view `base[1::step]` along axis 0 of a larger
+    # tensor whose other rows hold the fill value (NaN / -7777): the rows between must stay so
+    step: int | None = None
+
+    def refuses_indivisible(self) -> bool:
+        """Whether the driver's extra call with axis 0 one longer (no multiple of the tile) must be
+        refused: a true-division loop over a runtime axis 0 with tiles of more than one row."""
+        return self.true_div and self.dims[0].runtime and self.loop_tiles[0] > 1
 
     def refuses_short(self) -> bool:
         """Whether the shifted input one row short must be refused: a binary op combines its tile
@@ -118,12 +131,13 @@ class Program:
         one, both full along a runtime axis, that a binary op combines; the first input grown by
         one there must be refused (torch refuses the shapes). Not on a looped axis: the kernel
         reads row tiles there, and rows past the loop's range are never read, as in torch with the
-        same slices (sweep 2043 drew such calls); an input annotated DYNAMIC where the others have
-        a static size counts too, unless that size is 1 (it broadcasts, in torch and here)."""
+        same slices (sweep 2043 drew such calls); nor on a column window's axis, a fixed slice
+        (sweeps 2051/2053 drew those). An input annotated DYNAMIC where the others have a static
+        size counts too, unless that size is 1 (it broadcasts, in torch and here)."""
         shifted = self.shift[0] if self.shift is not None else None
         for a, d in enumerate(self.dims):
-            if a < len(self.loop_tiles):
-                continue
+            if a < len(self.loop_tiles) or (self.window is not None and self.window[0] == a):
+                continue  # a column window reads a fixed slice: a longer input there is torch's too
             for st in self.steps:
                 if st.op not in BINARY:
                     continue

@@ -75,6 +75,11 @@ def output_dims(prog: Program, metas) -> list[list[tuple[str, str]]]:
             a1, a2 = ep.axes
             base[a1], base[a2] = base[a2], base[a1]
             dims.append(base)
+        elif ep.op == "reshape":  # the last two axes as one
+            (ann1, e1), (ann2, e2) = base[-2:]
+            fixed = not any(prog.dims[a].runtime for a in range(prog.rank - 2, prog.rank))
+            size = prog.dims[-2].sizes[0] ** (e1 != "1") * prog.dims[-1].sizes[0] ** (e2 != "1")
+            dims.append(base[:-2] + [(str(size) if fixed else "pypto.DYNAMIC", f"{e1} * {e2}")])
         else:  # concat
             a = ep.axes[0]
             ann, expr = base[a]
@@ -177,6 +182,12 @@ def _epilogue_expr(prog: Program, metas, kernel: bool) -> str:
     if ep.op == "transpose":
         a1, a2 = ep.axes
         return f"pypto.transpose({args[0]}, {a1}, {a2})" if kernel else f"{args[0]}.transpose({a1}, {a2})"
+    if ep.op == "reshape":
+        t, r = args[0], prog.rank
+        if kernel:
+            shape = [f"{t}.shape[{a}]" for a in range(r - 2)] + [f"{t}.shape[{r - 2}] * {t}.shape[{r - 1}]"]
+            return f"pypto.reshape({t}, [{', '.join(shape)}])"
+        return f"{t}.reshape(*{t}.shape[:-2], {t}.shape[-2] * {t}.shape[-1])"  # no -1: an empty dim
     return (f"pypto.concat([{', '.join(args)}], {ep.axes[0]})" if kernel
             else f"torch.cat([{', '.join(args)}], {ep.axes[0]})")
 
@@ -237,15 +248,17 @@ def _body(prog: Program, metas, kernel: bool, depth: int) -> list[str]:
         lines.append(f"{pad}t{prog.epilogue_value} = {_epilogue_expr(prog, metas, kernel)}")
     if loop:
         for j, v in enumerate(prog.outputs):
+            # a reshaped result has one axis less (its last two merged, never looped ones)
+            rank = prog.rank - (ep is not None and ep.op == "reshape" and v == prog.epilogue_value)
             if prog.explicit_views and kernel:
                 mask = metas[v][1] if v < len(metas) else frozenset()
                 offs = [f"b{a} * {prog.loop_tiles[a]}" if a < len(prog.loop_tiles) else
                         str(prog.window[1]) if prog.window and prog.window[0] == a and a not in mask else "0"
                         for a in range(prog.rank)]
-                lines.append(f"{pad}pypto.assemble(t{v}, [{', '.join(offs)}], {outs[j]})")
+                lines.append(f"{pad}pypto.assemble(t{v}, [{', '.join(offs[:rank])}], {outs[j]})")
             else:
                 idx = _loop_slices(prog, metas[v][1] if v < len(metas) else frozenset(), kernel)
-                lines.append(f"{pad}{outs[j]}[{', '.join(idx)}] = t{v}")
+                lines.append(f"{pad}{outs[j]}[{', '.join(idx[:rank])}] = t{v}")
         if prog.carry:  # a loop-carried dependency through GM: every iteration reads and writes acc
             v = prog.outputs[0]
             if kernel:
@@ -271,8 +284,9 @@ def _loop_headers(prog: Program, kernel: bool) -> list[str]:
         if prog.loop_name is not None:  # user text as names: the loop's and its index's (one per level)
             named = f", name={prog.loop_name!r}, idx_name={(prog.loop_name + '#' * a)!r}" if prog.loop_name or a == 0 \
                 else f", name={prog.loop_name!r}"
-        count = (f"pypto.loop(pypto.ceildiv(x0.shape[{a}], {t}){named})" if kernel
-                 else f"range(-(-x0.shape[{a}] // {t}))")
+        # upstream's true division of a size (exact multiples only), else ceildiv (tails)
+        trips = f"x0.shape[{a}] / {t}" if prog.true_div and a == 0 else f"pypto.ceildiv(x0.shape[{a}], {t})"
+        count = f"pypto.loop({trips}{named})" if kernel else f"range(-(-x0.shape[{a}] // {t}))"
         lines.append(f"{IND * (a + 1)}for b{a} in {count}:")
     return lines
 
@@ -352,6 +366,12 @@ SHORT = {short}  # an input read rows further, passed one row short: refused bef
 MISMATCH = {mismatch}
 ALIAS = {alias}  # an input of out0's shape and dtype, also passed as out0 at an extra call (or None)
 EMPTY = {empty}  # an extra call with the runtime axis 0 of size 0 (no value reduced over it)
+# the loop over axis 0 counts x0.shape[0] / tile: an extra call with axis 0 one longer (no
+# multiple of the tile) must be refused before writing (or False)
+INDIVISIBLE = {indivisible}
+# every tensor is passed as base[1::STEP] along axis 0 of a larger tensor holding the fill value
+# in its other rows, which the call must leave as they are (or None)
+STEP = {step}
 DTYPE = {dtype}
 SEED = {seed}
 LOOP = {loop}
@@ -368,8 +388,28 @@ TOLERANCE = {{torch.float32: (1e-4, 1e-5), torch.float16: (4e-3, 4e-3), torch.bf
 FP32_ORDER_ULPS = 8 * 2.0 ** -23
 
 
+def _fill(dtype):
+    return float("nan") if dtype.is_floating_point else -7777  # unwritten elements differ
+
+
 def _layout(t):
+    if STEP is not None and t.dim() >= 1:
+        base = torch.full((t.shape[0] * STEP + 1, *t.shape[1:]), _fill(t.dtype), dtype=t.dtype)
+        view = base[1::STEP]
+        view.copy_(t)
+        return view
     return t.transpose(-1, -2).contiguous().transpose(-1, -2) if STRIDED and t.dim() >= 2 else t
+
+
+def _gaps_written(t):
+    """Whether a call wrote a row of a stepped argument's base that is not one of its rows."""
+    base = t._base if STEP is not None else None
+    if base is None or base.dim() != t.dim():
+        return False
+    gap = torch.ones(base.shape[0], dtype=torch.bool)
+    gap[1::STEP] = False
+    rows = base[gap]
+    return not bool(torch.isnan(rows).all() if rows.dtype.is_floating_point else (rows == -7777).all())
 
 
 def make_inputs(call, short=None, grow=None, sizes=None):
@@ -440,6 +480,8 @@ def compare(got, want, spread):
     """A list of mismatch descriptions (empty when they match)."""
     bad = []
     for j, (g, w, d) in enumerate(zip(got, want, spread)):
+        if isinstance(g, torch.Tensor) and _gaps_written(g):
+            bad.append(f"out{{j}}: a row of its base tensor between the stepped view's rows was written")
         if not isinstance(g, torch.Tensor) or g.dtype != w.dtype or g.shape != w.shape:
             bad.append(f"out{{j}}: got {{getattr(g, 'dtype', type(g))}} {{tuple(getattr(g, 'shape', ()))}}, "
                        f"expected {{w.dtype}} {{tuple(w.shape)}}")
@@ -465,9 +507,9 @@ def compare(got, want, spread):
     return bad
 
 
-def _refused(ins, what):
+def _refused(ins, what, sizes=None):
     """[] when the call is refused with a PyptoError before it writes an output, else the problem."""
-    outs = make_outputs(0) if LOOP else []
+    outs = make_outputs(0, sizes=sizes) if LOOP else []
     try:
         kernel(*ins, *outs)
     except pypto.errors.PyptoError:
@@ -475,7 +517,7 @@ def _refused(ins, what):
     else:
         return [f"{{what}} was accepted (torch refuses these shapes: a silent partial result)"]
     for t in outs[:len(OUTPUTS)]:
-        if not bool(torch.isnan(t).all() if t.dtype.is_floating_point else (t == -7777).all()):
+        if _gaps_written(t) or not bool(torch.isnan(t).all() if t.dtype.is_floating_point else (t == -7777).all()):
             return [f"the refused call ({{what}}) wrote an output"]
     return []
 
@@ -487,6 +529,10 @@ def extra_calls():
         bad += _refused(make_inputs(0, short=SHORT), f"input x{{SHORT}} one row short")
     if MISMATCH is not None:
         bad += _refused(make_inputs(0, grow=MISMATCH), f"input x{{MISMATCH[0]}} one longer in dim {{MISMATCH[1]}}")
+    if INDIVISIBLE:
+        sizes = [SIZES[0][0] + 1] + list(SIZES[0][1:])
+        bad += _refused(make_inputs(0, sizes=sizes), f"axis 0 of {{sizes[0]}} rows, no multiple of the loop's tile",
+                        sizes=sizes)
     if ALIAS is not None:  # torch's out= semantics: the inputs as they were when the call started
         got, want, spread = run(0, ins=make_inputs(0), alias=ALIAS)
         bad += [f"x{{ALIAS}} also passed as out0: {{m}}" for m in compare(got, want, spread)]
@@ -532,7 +578,7 @@ def _driver(prog: Program, metas) -> str:
         carry = f"({TORCH_DTYPE[_out_dtype(prog, metas, prog.outputs[0])]}, {_shape_fn(carry_dims(prog, metas))})"
     short = prog.shift[0] if prog.refuses_short() else None
     alias = prog.alias_input(metas, input_dims(prog), output_dims(prog, metas)) if prog.loop_tiles else None
-    return _DRIVER.format(strided=prog.strided, carry=carry, short=short, mismatch=prog.mismatch(),
+    return _DRIVER.format(indivisible=prog.refuses_indivisible(), step=prog.step, strided=prog.strided, carry=carry, short=short, mismatch=prog.mismatch(),
                           alias=alias, empty=prog.empty_call(metas), sizes=sizes, in_shapes=f"[{ins}]", outputs=f"[{outs}]",
                           dtype=TORCH_DTYPE[prog.dtype], seed=prog.seed,
                           loop=bool(prog.loop_tiles), precision=TORCH_DTYPE[_precision(metas)])

@@ -30,11 +30,12 @@ def _family(outcome: Outcome) -> str:
     return f"{outcome.kind}:{re.sub(r'[0-9.e+-]+', '#', last)[:120]}"
 
 
-def sweep(n: int, seed_value: int, max_steps: int = 8, progress: int = 0):
+def sweep(n: int, seed_value: int, max_steps: int = 8, progress: int = 0, out: Path | None = None):
     """Run ``n`` programs; returns (counts, failures [(program, outcome)], rejections Counter).
 
     With ``progress`` > 0 a running count goes to stderr every ``progress`` kernels, so a sweep
-    stopped before its end (a deadline, a reboot) still leaves honest counts behind.
+    stopped before its end (a deadline, a reboot) still leaves honest counts behind; with ``out``
+    each failure is also written there at once, unshrunk (``seed<S>_fail<k>.py``), for the same reason.
     """
     counts = collections.Counter()
     start = time.perf_counter()
@@ -51,6 +52,9 @@ def sweep(n: int, seed_value: int, max_steps: int = 8, progress: int = 0):
         counts["two-value"] += outcome.kind == "two-value"
         if outcome.status == "fail":
             failures.append((prog, outcome))
+            if out is not None:
+                out.mkdir(parents=True, exist_ok=True)
+                (out / f"seed{seed_value}_fail{len(failures)}.py").write_text(repro_text(outcome))
         elif outcome.status == "rejected":
             tiles = "default vec tiles" if prog.vec_tile is None else "drawn vec tiles"
             rejections[f"{outcome.kind}: {re.sub(r'[0-9]+', '#', outcome.detail)[:160]} ({tiles})"] += 1
@@ -100,9 +104,9 @@ def main(argv=None) -> int:
                     help="print a running count to stderr every K kernels")
     args = ap.parse_args(argv)
     start = time.perf_counter()
-    counts, failures, rejections = sweep(args.n, args.seed, args.max_steps, args.progress)
-    elapsed = time.perf_counter() - start
     out = Path(args.out)
+    counts, failures, rejections = sweep(args.n, args.seed, args.max_steps, args.progress, out)
+    elapsed = time.perf_counter() - start
     paths = write_repros(failures, out) if failures else []
     if rejections:
         out.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,10 @@ def valid(prog: Program) -> bool:
         metas.append(result_meta(s, metas))
     if prog.carry and (not looped or prog.window is not None):
         return False
+    if prog.true_div and (not looped or not prog.dims[0].runtime or any(s % prog.loop_tiles[0] for s in prog.dims[0].sizes)):
+        return False
+    if prog.step is not None and (prog.rank < 1 or prog.strided):
+        return False
     if prog.retile is not None and prog.retile[0] >= len(prog.steps):
         return False
     if prog.window is not None and (prog.epilogue is not None or not looped or prog.window[0] in looped
@@ -62,6 +66,8 @@ def valid(prog: Program) -> bool:
                                   or prog.rank < 2 or len(prog.loop_tiles) >= prog.rank):
             return False
         if ep.op == "concat" and metas[ep.args[0]] != metas[ep.args[1]]:
+            return False
+        if ep.op == "reshape" and (prog.rank < 2 or len(prog.loop_tiles) > prog.rank - 2 or prog.carry):
             return False
         metas.append((metas[ep.args[0]][0], frozenset()))
     if any(o >= n_values or o < prog.n_inputs or metas[o][1] & looped for o in prog.outputs):
@@ -127,6 +133,10 @@ def _variants(prog: Program) -> Iterator[Program]:
         yield replace(prog, carry=False)
     if prog.strided:
         yield replace(prog, strided=False)
+    if prog.true_div:
+        yield replace(prog, true_div=False)
+    if prog.step is not None:
+        yield replace(prog, step=None)
     if prog.dynamic_in:
         yield replace(prog, dynamic_in=())
     if prog.retile is not None:

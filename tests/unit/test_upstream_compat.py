@@ -273,3 +273,32 @@ def test_the_plugin_records_tests_marked_for_other_socs(tmp_path):
     _pytest.main([str(tmp_path / "test_m.py"), "-q", "-p", "no:cacheprovider", "--collect-only",
                   "-W", "ignore::pytest.PytestUnknownMarkWarning"], plugins=[plugin])
     assert [(t["function"], t["socs"]) for t in rec.data["soc_only"]] == [("test_950", ["950"])]
+
+
+def test_a_compare_helper_defined_in_the_script_itself_counts(tmp_path, monkeypatch):
+    """Models such as kimi's test_block_attn_res.py define the compare helper that raises on a
+    mismatch in the script they run as ``__main__`` (no import hook sees it): it is wrapped before
+    the main block, so its calls count as checks and a raise as a failed check."""
+    from compat.recorder import Recorder
+
+    root = tmp_path / "up"
+    script = root / "models" / "kimi" / "test_block_attn_res.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("def compare(a, b, name=''):\n    if a != b:\n        raise Exception('fail precision check')\n"
+                      "def test_x(a):\n    compare(a, 1)\n"
+                      "if __name__ == '__main__':\n    test_x(1)\n    test_x(2)\n")
+    monkeypatch.setattr(checks, "tally", checks.CheckTally())
+    monkeypatch.setattr(cases, "tally", checks.tally)
+    monkeypatch.setattr(checks, "_root", [str(root) + "/"])
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    main = sys.modules.get("__main__")
+    rec = Recorder(str(tmp_path / "out.json"), "script")
+    try:
+        with pytest.raises(Exception, match="fail precision check"):
+            cases.run_script(str(script), [], rec, str(root), str(tmp_path / "pypto"))
+    finally:
+        sys.modules["__main__"] = main
+    assert (checks.tally.calls, checks.tally.failures) == (2, 1)
+    assert [(c["name"], c["outcome"], c["checks"]) for c in rec.data["cases"]] == [("test_x", "passed", 1),
+                                                                                 ("test_x", "failed", 1)]

@@ -19,7 +19,7 @@ import os
 import sys
 import types
 
-from .checks import count_assert, tally
+from .checks import count_assert, tally, wrap_script_helpers
 from .failures import from_exception
 from .recorder import Recorder
 
@@ -149,5 +149,6 @@ def run_script(path: str, argv: list[str], recorder: Recorder, upstream_root: st
     for statements, guard in segments(tree):
         if guard:
             tracker.wrap_cases(module.__dict__)
+            wrap_script_helpers(module.__dict__, os.path.relpath(path, upstream_root))
         code = compile(ast.Module(body=statements, type_ignores=[]), path, "exec", flags=flags, dont_inherit=True)
         exec(code, module.__dict__)
