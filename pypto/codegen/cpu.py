@@ -28,7 +28,6 @@ from .names import identifier_part
 _HALF = ("fp16", "bf16")
 MOVES = ("copy_in", "copy_out", "l1_to_l0a", "l1_to_l0b")
 CREATES = ("full", "tensor", "expand_clone")
-SHAPED = ("sum", "amax", "amin", "matmul")  # results of another shape than the first operand's
 
 
 def shift_attrs(attrs, nb: int = 1) -> dict:
@@ -127,19 +126,6 @@ def _into(into, compute, ins, attrs, ev, dst, dt):
     return compute(ins, attrs, ev)
 
 
-def _into_shaped(into, compute, ins, attrs, ev, dst, dt):
-    """`_into` for an op whose result has another shape than its first operand (a reduction, a
-    matmul): its ``into`` checks the shape and answers None when it cannot write ``dst``."""
-    if dst is not None and dst.dtype is dt:
-        for x in ins:  # (torch refuses out= for an operand that requires grad)
-            if x.requires_grad:
-                return compute(ins, attrs, ev)
-        r = into(ins, attrs, ev, dst)
-        if r is not None:
-            return r
-    return compute(ins, attrs, ev)
-
-
 def _reuse(into, compute, ins, attrs, ev, W, i, dt):
     """A temporary of op ``i``: computed into the tile it made at the step's previous call (``W``,
     {op index: tile}, kept by the plan within its workspace budget) when that has the result's shape,
@@ -160,8 +146,7 @@ def _reuse(into, compute, ins, attrs, ev, W, i, dt):
 
 
 RUNTIME = {"_gather": _gather, "_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole,
-           "_reshape_batch": _reshape_batch, "_fits": _fits, "_into": _into, "_into_shaped": _into_shaped,
-           "_reuse": _reuse, "torch": torch}
+           "_reshape_batch": _reshape_batch, "_fits": _fits, "_into": _into, "_reuse": _reuse, "torch": torch}
 
 
 def _local_names(leaf) -> dict:
@@ -238,10 +223,7 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
             lines.append(f"    del {', '.join(dead)}")
     for root in set(roots.values()):
         line, i = root
-        kind = leaf.ops[i].kind
-        if kind in SHAPED and claimed.get(root) is None:  # a temporary: no tile kept for it
-            continue
-        lines[line] = _storage_line(lines[line], i, claimed.get(root), consts, REGISTRY[kind].into, kind in SHAPED)
+        lines[line] = _storage_line(lines[line], i, claimed.get(root), consts, REGISTRY[leaf.ops[i].kind].into)
     lines.append("    return out")
     return "\n".join(lines) + "\n", consts
 
@@ -257,7 +239,7 @@ def _can_write_direct(op, outs, nb) -> bool:
         and all(len(a.shape) == len(op.outputs[0].shape) for a in op.inputs)
 
 
-def _storage_line(line, i, p, consts, into, shaped=False) -> str:
+def _storage_line(line, i, p, consts, into) -> str:
     """The line of op ``i`` (``X = F{i}([...], A{i}, ev)``) rewritten to compute into output ``p``'s
     view when the runtime passes one (``O``), or (``p`` None: a temporary) into the tile the op
     made at the step's previous call, kept in ``W``."""
@@ -268,8 +250,7 @@ def _storage_line(line, i, p, consts, into, shaped=False) -> str:
     consts[f"T{i}"] = into
     if p is None:
         return f"{target} = _reuse(T{i}, F{i}, [{args}], A{i}, ev, W, {i}, D{i}[0])"
-    helper = "_into_shaped" if shaped else "_into"
-    return f"{target} = {helper}(T{i}, F{i}, [{args}], A{i}, ev, O[{p}] if O is not None else None, D{i}[0])"
+    return f"{target} = _into(T{i}, F{i}, [{args}], A{i}, ev, O[{p}] if O is not None else None, D{i}[0])"
 
 
 def _in_place(op, ins, outs, i, last_use, owned, aliased) -> bool:
