@@ -8,9 +8,7 @@ loaded machine); screenshots go to ``tmp_path`` and, with ``PYPTO_SCREENSHOTS=<d
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -19,13 +17,12 @@ import torch
 import pypto
 
 try:
-    from tests.browser._report_page import keep_screenshot, open_report
+    from tests.browser._report_page import flash_attention_report, open_report, screenshot
 except ImportError:
-    from _report_page import keep_screenshot, open_report
+    from _report_page import flash_attention_report, open_report, screenshot
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
 BUDGET_S = 10.0  # target 1 s
 TABS = ("graph", "passes", "code", "cache", "timeline")
 
@@ -47,18 +44,8 @@ def _show_tab(page, tab: str) -> float:
 @pytest.fixture(scope="module")
 def big_report(tmp_path_factory):
     """The report of the 2,000-task flash-attention call."""
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        import flash_attention as fa
-    finally:
-        sys.path.pop(0)
-    import pypto_lab
-
-    for batch, seq in ((2, 100), (1, 200)):
-        fa.check(batch, seq)
-    path = tmp_path_factory.mktemp("big") / "flash_attention_report.html"
-    pypto_lab.save_html(fa.flash_attention, path)
-    return fa.flash_attention, path
+    kernel, path, _ = flash_attention_report(tmp_path_factory.mktemp("big"))
+    return kernel, path
 
 
 @pytest.fixture(scope="module")
@@ -130,9 +117,7 @@ def test_passes_tab_names_the_broken_pass_with_values_side_by_side(browser, brok
         assert "add" in section.inner_text()
         print(f"broken-pass report: Passes tab shown in {took:.2f} s")
         assert took < BUDGET_S
-        shot = tmp_path / "passes_bisection.png"
-        section.screenshot(path=str(shot))
-        keep_screenshot(shot)
+        screenshot(section, tmp_path / "passes_bisection.png")
         assert not refused and not errors, (refused, errors)
     finally:
         context.close()
@@ -171,9 +156,7 @@ def test_small_kernel_shows_buffer_tracks_with_capacity_and_tooltips(browser, sm
         page.mouse.click(box["x"] + point["x"], box["y"] + point["y"])  # a track selects its task
         page.wait_for_function("document.querySelector('.pypto-timeline-details').innerText.includes('task')")
         assert f"task {point['task']}" in page.inner_text(".pypto-timeline-details")
-        shot = tmp_path / "timeline_buffer_tracks_small.png"
-        chart.screenshot(path=str(shot))
-        keep_screenshot(shot)
+        screenshot(chart, tmp_path / "timeline_buffer_tracks_small.png")
         page.uncheck(".pypto-timeline-buffers")
         assert chart.evaluate(_JS_TRACKS)["tracks"] == 0
         assert not errors, errors
@@ -213,9 +196,7 @@ def test_big_kernel_buffer_tracks_on_demand_and_every_tab_opens_fast(browser, bi
               + f"; timeline first paint {first_paint:.1f} ms; buffer tracks on in {toggled:.2f} s "
                 f"(paint {state['paint']:.1f} ms); zoomed repaint {zoom_paint:.1f} ms")
         assert opened < BUDGET_S and max(times.values()) < BUDGET_S and toggled < BUDGET_S
-        shot = tmp_path / "timeline_buffer_tracks_big.png"
-        chart.screenshot(path=str(shot))
-        keep_screenshot(shot)
+        screenshot(chart, tmp_path / "timeline_buffer_tracks_big.png")
         assert not refused and not errors, (refused, errors)
     finally:
         context.close()
@@ -275,9 +256,7 @@ def test_dashboard_passes_tab_and_timeline_tracks_in_jupyterlab(browser, lab_ser
         picked = dash.locator(".pypto-pass-bisection:visible").first
         assert "numbers first differ after #3" in picked.inner_text()
         L.expect(dash.locator(".widget-select select:visible").first).to_have_value("#3 assign_memory (tile)")  # picked
-        shot = tmp_path / "dashboard_passes_bisection.png"
-        dash.screenshot(path=str(shot))
-        keep_screenshot(shot)
+        screenshot(dash, tmp_path / "dashboard_passes_bisection.png")
         dash = nb.dashboards().nth(1)
         dash.scroll_into_view_if_needed()
         t0 = time.monotonic()
@@ -289,7 +268,5 @@ def test_dashboard_passes_tab_and_timeline_tracks_in_jupyterlab(browser, lab_ser
         tracks = dash.locator(".pypto-swimlane:visible").first.evaluate("el => el.pyptoChart.rows().filter(r => r.buffer).length")
         assert tracks >= 1
         print(f"dashboard: Passes tab {passes_s:.2f} s, Timeline tab {timeline_s:.2f} s")
-        shot = tmp_path / "dashboard_timeline_tracks.png"
-        dash.screenshot(path=str(shot))
-        keep_screenshot(shot)
+        screenshot(dash, tmp_path / "dashboard_timeline_tracks.png")
         assert not [e for e in nb.console_errors if "pageerror" in e], nb.console_errors

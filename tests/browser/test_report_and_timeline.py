@@ -10,20 +10,18 @@ with ``PYPTO_SCREENSHOTS=<dir>``, to that folder too.
 from __future__ import annotations
 
 import importlib.util
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 try:
-    from tests.browser._report_page import keep_screenshot, open_report
+    from tests.browser._report_page import flash_attention_report, open_report, screenshot
 except ImportError:
-    from _report_page import keep_screenshot, open_report
+    from _report_page import flash_attention_report, open_report, screenshot
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
 OPEN_BUDGET_S = 10.0  # target 1 s
 SIZE_BUDGET = 2_000_000  # the report of a 2,000-task kernel stays under 2 MB
 
@@ -38,20 +36,8 @@ else:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        import flash_attention as fa
-    finally:
-        sys.path.pop(0)
-    import pypto_lab
-
-    for batch, seq in ((2, 100), (1, 200)):
-        fa.check(batch, seq)
-    kernel = fa.flash_attention
-    path = tmp_path_factory.mktemp("report") / "flash_attention_report.html"
-    t0 = time.perf_counter()
-    pypto_lab.save_html(kernel, path)
-    print(f"save_html: {time.perf_counter() - t0:.2f} s, {path.stat().st_size:,} bytes, "
+    kernel, path, seconds = flash_attention_report(tmp_path_factory.mktemp("report"))
+    print(f"save_html: {seconds:.2f} s, {path.stat().st_size:,} bytes, "
           f"{len(kernel.last_run.timeline.events):,} tasks")
     return kernel, path
 
@@ -88,9 +74,7 @@ def test_report_is_small_self_contained_and_complete(browser, report, tmp_path):
         print(f"report: opened in {opened:.2f} s; Timeline tab shown in {switched:.2f} s, canvas painted in "
               f"{paint:.1f} ms")
         assert opened < OPEN_BUDGET_S and switched < OPEN_BUDGET_S and paint < OPEN_BUDGET_S * 1000
-        shot = tmp_path / "report_timeline.png"
-        page.screenshot(path=str(shot), full_page=False)
-        keep_screenshot(shot)
+        screenshot(page, tmp_path / "report_timeline.png", full_page=False)
         assert not refused, f"the report asked the network for {refused[:3]}"
         assert not errors, errors
     finally:
@@ -132,9 +116,7 @@ def test_timeline_start_reason_chain_and_critical_path(browser, report, tmp_path
         late = page.inner_text(".pypto-timeline-late")
         assert f"{len(tl.why_late(int(point['task'])))} tasks back to the launch" in late
         page.check(".pypto-timeline-critical")
-        shot = tmp_path / "timeline_why_late.png"
-        page.locator(".pypto-swimlane").first.screenshot(path=str(shot))
-        keep_screenshot(shot)
+        screenshot(page.locator(".pypto-swimlane").first, tmp_path / "timeline_why_late.png")
         assert not errors, errors
     finally:
         context.close()
@@ -202,9 +184,7 @@ def test_graph_fits_inside_its_frame(browser, report, tmp_path):
             assert s["sw"] > 100 and s["fw"] > 100, s  # shown
             assert s["sw"] <= s["fw"] + 1 and s["sh"] <= s["fh"] + 1, s  # nothing cut off
             assert s["sw"] <= s["natural"] * 1.34 + 1, s  # never blown up (CSS px are 4/3 of Graphviz's pt)
-        shot = tmp_path / "report_graph.png"
-        page.screenshot(path=str(shot))
-        keep_screenshot(shot)
+        screenshot(page, tmp_path / "report_graph.png")
         assert not errors, errors
     finally:
         context.close()
@@ -220,9 +200,7 @@ def test_buffers_over_time_in_the_report(browser, report, tmp_path):
         assert svgs.count() >= 1
         assert svgs.first.locator("line[stroke-dasharray]").count() >= 1  # a capacity line per track
         assert "peak" in svgs.first.text_content()
-        shot = tmp_path / "report_buffers.png"
-        svgs.first.screenshot(path=str(shot))
-        keep_screenshot(shot)
+        screenshot(svgs.first, tmp_path / "report_buffers.png")
         assert not errors, errors
     finally:
         context.close()
