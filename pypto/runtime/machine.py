@@ -2,7 +2,8 @@
 object. Every number the timing simulator uses is a named, documented field here.
 
 The values come from data files, one per platform (``platforms/A2.json``: Ascend 910B;
-``platforms/A3.json``: one die of an Ascend 910C), where every parameter has a unit, a source
+``platforms/A3.json``: one die of an Ascend 910C; ``platforms/A5.json``: an Ascend 950PR, whose
+buffer sizes and core counts are upstream's and whose timing is not calibrated), where every parameter has a unit, a source
 and a label: *measured* (a published figure), *fitted* (by ``python -m pypto.calibrate`` on the
 published timings of the calibration corpus, see docs/CALIBRATION.md) or *default* (upstream's
 simulation parameter or ours, not measured). Vector ops use upstream's compiler latency /
@@ -14,6 +15,7 @@ shared chip-wide (runtime/costmodel.py, runtime/scheduler.py).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -143,17 +145,41 @@ class MachineModel:
             info = self.sources.get(f.name)
             if info is None:
                 continue
-            rows.append(f"{f.name} = {getattr(self, f.name)!r} {info.get('unit', '')}  [{info.get('label')}] "
+            base = f" (the {info['from']}'s)" if info.get("from") else ""
+            rows.append(f"{f.name} = {getattr(self, f.name)!r} {info.get('unit', '')}  [{info.get('label')}{base}] "
                         f"{info.get('source', '')}")
         return "\n".join(rows)
 
 
+def _platform_data(name: str) -> dict:
+    return json.loads((PLATFORMS / f"{name}.json").read_text(encoding="utf-8"))
+
+
 def platform_parameters(name: str) -> dict:
-    """The parameter entries of platform ``name`` (its data file, over its base's)."""
-    data = json.loads((PLATFORMS / f"{name}.json").read_text(encoding="utf-8"))
-    params = platform_parameters(data["base"]) if data.get("base") else {}
+    """The parameter entries of platform ``name`` (its data file, over its base's). An entry taken
+    from the base says so (``"from": <base>``): a fitted A2 figure on another chip was fitted on
+    the A2's points, not that chip's."""
+    data = _platform_data(name)
+    params = {}
+    if data.get("base"):
+        for key, entry in platform_parameters(data["base"]).items():
+            params[key] = {**entry, "from": entry.get("from", data["base"])}
     params.update(data["parameters"])
     return params
+
+
+def soc_of(machine) -> tuple[int, str]:
+    """``(soc_version, soc_name)`` the emulated NPU reports on ``machine`` (a MachineModel or a
+    name): torch_npu's SoC number (220: Ascend910B1, 260: an Ascend 950) and upstream's
+    ``SoC_version`` name. Upstream's test filters read the number (``@pytest.mark.soc("950")``
+    tests run only on 260). A machine built in code reports its platform's, else the A2's."""
+    model = machine_model(machine)
+    name = model.platform or "A2"
+    while True:
+        data = _platform_data(name)
+        if "soc_version" in data or not data.get("base"):
+            return int(data.get("soc_version", 220)), str(data.get("soc_name", "Ascend910B1"))
+        name = data["base"]
 
 
 def from_platform(platform: str, name: str | None = None) -> MachineModel:
@@ -177,9 +203,12 @@ A2A3 = from_platform("A2", "A2A3")  # the default: one 910B (a 910C die is the s
 SMALL = A2A3.with_(name="small", aic_cores=2, aiv_cores=4, ub_bytes=64 * 1024, l1_bytes=128 * 1024,
                    l0a_bytes=32 * 1024, l0b_bytes=32 * 1024, l0c_bytes=64 * 1024, l2_bytes=256 * 1024,
                    max_sched_aicpu=3, platform="", sources={})
-MACHINES = {"A2A3": A2A3, "A2": A2, "A3": A3, "small": SMALL}
+A5 = from_platform("A5")  # Ascend 950PR: numbers and buffer sizes; its timing is not calibrated
+MACHINES = {"A2A3": A2A3, "A2": A2, "A3": A3, "A5": A5, "small": SMALL}
 
-_current = {"machine": A2A3}
+# The process-wide machine can be chosen before anything runs, for programs that cannot call
+# set_machine (upstream's unmodified tests: PYPTO_MACHINE=A5 makes the emulated NPU an Ascend 950).
+MACHINE_ENV = "PYPTO_MACHINE"
 
 
 def machine_model(machine) -> MachineModel:
@@ -192,6 +221,21 @@ def machine_model(machine) -> MachineModel:
 
     raise OptionError("unknown machine model", expected="one of " + ", ".join(MACHINES) + " or a MachineModel",
                       got=repr(machine), param="machine")
+
+
+def _initial_machine() -> MachineModel:
+    name = os.environ.get(MACHINE_ENV, "").strip()
+    if not name:
+        return A2A3
+    if name in MACHINES:
+        return MACHINES[name]
+    from ..errors import OptionError
+
+    raise OptionError(f"environment variable {MACHINE_ENV}: unknown machine model",
+                      expected="one of " + ", ".join(MACHINES), got=repr(name), param=MACHINE_ENV)
+
+
+_current = {"machine": _initial_machine()}
 
 
 def set_machine(machine) -> None:

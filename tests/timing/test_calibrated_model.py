@@ -128,7 +128,7 @@ def test_every_published_point_has_a_case():
             assert c.published_us == pytest.approx(p["published"])
 
 
-@pytest.mark.parametrize("platform", ["A2", "A3"])
+@pytest.mark.parametrize("platform", ["A2", "A3", "A5"])
 def test_every_machine_parameter_has_a_source_and_a_label(platform):
     params = platform_parameters(platform)
     for name, entry in params.items():
@@ -139,7 +139,10 @@ def test_every_machine_parameter_has_a_source_and_a_label(platform):
         lo, hi, why = BOUNDS[name]
         assert lo <= getattr(machine, name) <= hi and why
     assert (PLATFORMS / f"{platform}.json").exists()
-    assert "[fitted]" in machine.describe() and "[measured]" in machine.describe()
+    text = machine.describe()
+    # a parameter taken from the base platform says so ("[fitted (the A2's)]"); the A5 (Ascend 950)
+    # has upstream's simulation figures of its own and no published measurement
+    assert "[fitted" in text and ("[measured" in text or platform == "A5")
 
 
 def test_stitching_many_roots_into_one_device_task_pays_off():

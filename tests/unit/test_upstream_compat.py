@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+import pypto
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
 from compat import cases, checks, report, selection  # noqa: E402
 from compat.failures import Failure, cause_key, out_of_scope  # noqa: E402
-from compat.results import FileResult, classify, totals  # noqa: E402
+from compat.results import FileResult, classify, combine, totals  # noqa: E402
 from compat.selection import Job  # noqa: E402
 
 SCRIPT = Job("examples", "examples/a/demo.py", "script", ("--run_mode", "npu"))
@@ -302,3 +304,62 @@ def test_a_compare_helper_defined_in_the_script_itself_counts(tmp_path, monkeypa
     assert (checks.tally.calls, checks.tally.failures) == (2, 1)
     assert [(c["name"], c["outcome"], c["checks"]) for c in rec.data["cases"]] == [("test_x", "passed", 1),
                                                                                  ("test_x", "failed", 1)]
+
+
+SOC_TESTS = [{"name": "t.py::test_a", "socs": ["950"], "function": "test_a"},
+             {"name": "t.py::test_k", "socs": ["kirin"], "function": "test_k"}]
+
+
+@pytest.mark.parametrize("first, second, status", [
+    (dict(cases_=[("a", "skipped", None)]), dict(cases_=[("a", "passed", None)], calls=2), "verified"),
+    (dict(cases_=[("b", "passed", None)]), dict(cases_=[("a", "passed", None)], calls=1), "verified"),
+    (dict(cases_=[("b", "passed", None)], calls=1), dict(cases_=[("a", "failed", TILE)]), "failed"),
+    (dict(cases_=[("b", "passed", None)], calls=1), dict(cases_=[("a", "passed", None)], calls=2, failures=1), "ran"),
+    (dict(cases_=[("a", "skipped", None)]), dict(cases_=[("a", "skipped", None)]), "skipped"),
+    (dict(cases_=[("b", "passed", None)], calls=1), dict(finished=False), "crashed"),
+])
+def test_a_file_with_950_only_tests_is_the_sum_of_its_two_passes(first, second, status):
+    """Issue 20: the 950-only tests run in a second pass on the emulated 950 (A5); the file's
+    result counts both passes' cases and checks, the worse failing pass decides, else the checks."""
+    job = Job("st", "python/tests/st/t.py", "pytest")
+    one = classify(job, {**raw(**first), "soc_only": SOC_TESTS})
+    two = classify(job, raw(**second), returncode=-9)
+    both = combine(one, two, "A5")
+    assert both.status == status
+    assert both.checks == one.checks + two.checks and sum(both.cases.values()) == sum(one.cases.values()) + sum(
+        two.cases.values())
+    assert both.machines == {"A5": {"status": two.status, "tests": 1,
+                                    "failure": two.failure.headline() if two.failure else None}}
+    assert both.soc_only == SOC_TESTS  # what the 910B pass deselected, for the features table
+    assert FileResult.from_dict(both.to_dict()).machines == both.machines
+    if status == "failed":
+        assert both.failure == TILE
+    text = report.to_markdown([both], {"soc_only": [{"path": job.path, "tests": 2, "socs": ["950", "kirin"],
+                                                    "features": {"FP8": 1}}]})
+    assert f"1 950-only on A5: {two.status}" in text and "run on the emulated 950" in text
+
+
+def test_the_second_pass_runs_on_the_a5_with_its_tag(tmp_path, monkeypatch):
+    """The child of the 950 pass has PYPTO_MACHINE=A5 (and no other pass inherits the caller's);
+    there the plugin records what upstream's conftest deselects on a 950: tests without "950"."""
+    import pytest as _pytest
+
+    from compat.pytest_plugin import CompatPlugin
+    from compat.recorder import Recorder
+    from compat.runner import child_env
+
+    monkeypatch.setenv("PYPTO_MACHINE", "A3")
+    assert "PYPTO_MACHINE" not in child_env(None) and child_env(None, "A5")["PYPTO_MACHINE"] == "A5"
+    (tmp_path / "test_m950.py").write_text(
+        "import pytest\n@pytest.mark.soc('950')\ndef test_950(): pass\n"
+        "@pytest.mark.soc('910')\ndef test_910(): pass\n")
+    before = pypto.get_machine()
+    pypto.set_machine("A5")
+    try:
+        rec = Recorder(str(tmp_path / "out.json"), "pytest")
+        plugin = CompatPlugin(rec, str(tmp_path), str(tmp_path))
+        _pytest.main([str(tmp_path / "test_m950.py"), "-q", "-p", "no:cacheprovider", "--collect-only",
+                      "-W", "ignore::pytest.PytestUnknownMarkWarning"], plugins=[plugin])
+    finally:
+        pypto.set_machine(before)
+    assert [t["function"] for t in rec.data["soc_only"]] == ["test_910"]

@@ -18,6 +18,14 @@ from .failures import Failure, clean_paths, first_line, from_exception
 from .recorder import Recorder
 
 
+def emulated_soc_tag() -> str:
+    """The tag upstream's conftest matches against ``@pytest.mark.soc(...)``: "950" for SoC 260,
+    else "910" (its rule), from the SoC the emulated NPU reports (``PYPTO_MACHINE``)."""
+    from pypto.runtime.machine import current_machine, soc_of
+
+    return "950" if soc_of(current_machine())[0] == 260 else "910"
+
+
 class CompatPlugin:
     def __init__(self, recorder: Recorder, upstream_root: str, pypto_root: str):
         self.recorder = recorder
@@ -57,14 +65,16 @@ class CompatPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, config, items):
         """Before upstream's conftest drops the tests of other SoCs (its filter keeps tests marked
-        for "910", the card emulated here, and unmarked ones): record the others, which never run."""
+        for the emulated card's tag, "910" or, on the A5, "950", and on a 910 unmarked ones):
+        record the others, which do not run in this pass."""
+        tag = emulated_soc_tag()
         for item in items:
             marker = item.get_closest_marker("soc")
             if marker is None or not marker.args:
                 continue
             socs = marker.args[0] if isinstance(marker.args[0], (list, tuple)) else marker.args
             socs = [str(s).strip() for s in socs]
-            if "910" not in socs:
+            if tag not in socs:
                 function = getattr(item, "function", None)
                 self.recorder.add_soc_only(item.nodeid, socs, getattr(function, "__name__", item.name))
 

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from .failures import Failure, out_of_scope
 from .selection import Job
 
+SOC_950 = "950"  # upstream's test tag of the Ascend 950 (SoC 260)
 STATUSES = ("verified", "ran", "failed", "out_of_scope", "timeout", "crashed", "skipped")
 OUTCOMES = ("passed", "failed", "error", "skipped", "out_of_scope")
 
@@ -46,6 +47,9 @@ class FileResult:
     # collected tests marked for other SoCs only ({name, socs, function}): upstream's conftest
     # deselects them on a 910B, so they are in no count of this file
     soc_only: list = field(default_factory=list)
+    # a second pass on another emulated machine: {machine: {"status", "tests", "failure"}}; its
+    # cases and checks are counted in this result
+    machines: dict = field(default_factory=dict)
 
     @property
     def ran(self) -> bool:
@@ -119,6 +123,43 @@ def classify(job: Job, raw: dict | None, *, seconds: float = 0.0, timed_out: boo
             result.failure = Failure("CheckMismatch", f"{result.check_failures} of {result.checks} numeric "
                                      f"checks reported a mismatch (first: {where})", origin="upstream")
     return result
+
+
+# a file's result over two passes: the worse of these, else what ran
+_WORST_FIRST = ("timeout", "crashed", "failed", "out_of_scope")
+
+
+def combine(first: FileResult, second: FileResult, machine: str) -> FileResult:
+    """One file's result from its pass on the default 910B (``first``) and its pass on
+    ``machine`` (``second``, which ran the tests ``first`` deselected as 950-only): cases,
+    checks and failing causes add up; the status is the worse of a failing pass, else the
+    statuses of the passes in which tests ran, by the rule of `classify` over the checks of both."""
+    out = FileResult(first.group, first.path, first.mode, first.status, round(first.seconds + second.seconds, 2),
+                     first.checks + second.checks, first.check_failures + second.check_failures,
+                     {k: first.cases.get(k, 0) + second.cases.get(k, 0) for k in OUTCOMES},
+                     first.verified_cases + second.verified_cases)
+    causes: dict = {}
+    for f, n in [*first.case_causes, *second.case_causes]:
+        causes[f] = causes.get(f, 0) + n
+    out.case_causes = sorted(causes.items(), key=lambda kv: -kv[1])
+    out.soc_only = list(first.soc_only)  # what the 910B pass deselected (the 950 pass ran those for the 950)
+    out.machines = {machine: {"status": second.status, "tests": sum(SOC_950 in t["socs"] for t in first.soc_only),
+                              "failure": second.failure.headline() if second.failure else None}}
+    passes = (first, second)
+    for status in _WORST_FIRST:
+        hit = next((r for r in passes if r.status == status), None)
+        if hit is not None:
+            out.status, out.failure, out.out_of_scope = status, hit.failure, hit.out_of_scope
+            return out
+    ran = [r for r in passes if r.status != "skipped"]
+    if not ran:
+        out.status = "skipped"
+    elif out.checks and not out.check_failures:
+        out.status, out.failure = "verified", None
+    else:
+        out.status = "ran"
+        out.failure = next((r.failure for r in ran if r.failure is not None), None)
+    return out
 
 
 @dataclass

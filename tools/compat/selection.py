@@ -36,6 +36,7 @@ class Job:
     path: str
     mode: str  # "script" or "pytest"
     args: tuple[str, ...] = ()
+    machine: str = ""  # PYPTO_MACHINE of the child ("": the default, a 910B)
 
 
 def declares_run_mode(text: str) -> bool:

@@ -13,13 +13,14 @@ import types
 
 import torch
 
+from ...runtime.machine import soc_of
 from ..devices import is_npu_device, npu_index
 from .graphs import NPUGraph, graph, is_current_stream_capturing, make_graphed_callables  # noqa: F401
 
-# What the emulated device reports. 220 is torch_npu's number for Ascend910B1 (an A2 part, the
-# machine the simulator models by default); upstream's test filters read it.
-SOC_VERSION = 220
-DEVICE_NAME = "Ascend910B1 (emulated on the CPU by pypto)"
+# What the emulated device reports follows the simulated machine (pypto.set_machine, or
+# PYPTO_MACHINE before the process starts): torch_npu's SoC number and upstream's SoC name, 220
+# "Ascend910B1" by default (an A2 part), 260 on the A5 (an Ascend 950). Upstream's test filters
+# read the number.
 DEVICE_COUNT = 1
 
 _current = 0
@@ -81,18 +82,26 @@ def current_device() -> int:
     return _current
 
 
+def _machine():
+    from ...runtime.machine import current_machine
+
+    return current_machine()
+
+
 def get_device_name(device=None) -> str:
     _index(device)
-    return DEVICE_NAME
+    return f"{soc_of(_machine())[1]} (emulated on the CPU by pypto)"
 
 
 def get_soc_version() -> int:
-    return SOC_VERSION
+    return soc_of(_machine())[0]
 
 
 def get_device_properties(device=None):
     _index(device)
-    return types.SimpleNamespace(name=DEVICE_NAME, total_memory=64 * 2**30, cube_core_num=24, vector_core_num=48)
+    m = _machine()
+    return types.SimpleNamespace(name=get_device_name(device), total_memory=64 * 2**30, cube_core_num=m.aic_cores,
+                                 vector_core_num=m.aiv_cores)
 
 
 def get_device_capability(device=None):

@@ -1,0 +1,101 @@
+"""The emulated Ascend 950 (machine ``A5``): upstream's 950 buffer sizes and core counts, the SoC
+number upstream's test filters read, chosen in code or by ``PYPTO_MACHINE`` before the process
+starts; its numbers are the same computation as on the 910B, its timing is not calibrated."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import pypto
+from pypto.passes.buffers import BufferOverflowError
+from pypto.runtime.machine import A2A3, A5, MACHINES, soc_of
+
+try:
+    from tests.golden.helper import check_kernel, rand
+except ImportError:  # run without the repo root on sys.path: pytest puts this dir there
+    from helper import check_kernel, rand
+
+ROOT = Path(__file__).resolve().parents[2]
+INI = "950PR_958x.ini"
+
+
+@pytest.fixture
+def on_a5():
+    before = pypto.get_machine()
+    pypto.set_machine("A5")
+    yield A5
+    pypto.set_machine(before)
+
+
+def _exp_add(cols):
+    @pypto.jit
+    def exp_add(x: pypto.Tensor([128, cols], pypto.DT_FP32), y: pypto.Tensor([128, cols], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(128, cols)  # one tile: x, y and the result side by side in UB
+        return pypto.exp(x) + y
+    return exp_add
+
+
+def test_a_tile_too_big_for_the_910b_fits_the_950s_ub_and_computes_the_same_numbers(on_a5):
+    # 3 buffers of 128 x 160 fp32 = 240 KiB: over the 910B's 192 KiB UB, under the 950's 248 KiB
+    x, y = rand((128, 160), torch.float32, seed=1), rand((128, 160), torch.float32, seed=2)
+    check_kernel(_exp_add(160), [x, y], torch.exp(x) + y, loose=True)
+    pypto.set_machine("A2A3")
+    with pytest.raises(BufferOverflowError, match="does not fit in UB"):
+        _exp_add(160)(x, y)
+
+
+def test_the_950s_own_parameters_are_upstreams_950_figures_and_the_rest_say_whose_they_are():
+    assert (A5.aic_cores, A5.aiv_cores, A5.ub_bytes, A5.l0c_bytes) == (32, 64, 253952, 262144)
+    assert A5.capacity("UB") > A2A3.capacity("UB") and A5.cube_macs_per_cycle[4] == 2 * A2A3.cube_macs_per_cycle[4]
+    lines = {line.split(" = ")[0]: line for line in A5.describe().splitlines()}
+    for name in ("aic_cores", "ub_bytes", "l0c_bytes", "clock_ghz", "l2_bytes", "gm_read_bw"):
+        assert "[default]" in lines[name] and INI in lines[name], lines[name]
+    assert "[fitted (the A2's)]" in lines["hbm_bw"]  # fitted on 910B points, not refit: it says so
+
+
+def test_the_emulated_npu_reports_the_machines_soc(on_a5):
+    import pypto.emulate  # noqa: F401  (the torch_npu stand-in)
+    from pypto.emulate.torch_npu import npu
+
+    assert soc_of("A5") == (260, "Ascend950PR_9589") and soc_of("A2A3")[0] == soc_of("A3")[0] == 220
+    assert npu.get_soc_version() == 260 and npu.get_device_name().startswith("Ascend950PR_9589")
+    assert npu.get_device_properties().cube_core_num == 32
+    pypto.set_machine("A2A3")
+    assert npu.get_soc_version() == 220 and npu.get_device_properties().vector_core_num == 48
+
+
+def test_a_timeline_on_the_950_says_its_model_error_is_not_measured(on_a5):
+    x, y = rand((128, 96), torch.float32, seed=3), rand((128, 96), torch.float32, seed=4)
+    kernel = _exp_add(96)
+    check_kernel(kernel, [x, y], torch.exp(x) + y, loose=True)
+    error = kernel.last_run.timeline.model_error
+    assert error is not None and error.status == "uncalibrated" and not error.measured
+
+
+def _python(code, **env):
+    environ = {k: v for k, v in os.environ.items() if k != "PYPTO_MACHINE"}
+    environ.update(env, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, cwd=ROOT,
+                          timeout=120)
+
+
+def test_pypto_machine_chooses_the_machine_before_the_process_starts():
+    done = _python("import pypto; from pypto.emulate.torch_npu import npu; "
+                   "print(pypto.get_machine().name, npu.get_soc_version())", PYPTO_MACHINE="A5")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["A5", "260"]
+    bad = _python("import pypto", PYPTO_MACHINE="A9")
+    assert bad.returncode != 0
+    assert "PYPTO_MACHINE" in bad.stderr and "'A9'" in bad.stderr and "A5" in bad.stderr
+
+
+def test_every_named_machine_reports_a_soc():
+    for name in MACHINES:
+        version, soc = soc_of(name)
+        assert version in (220, 260) and soc.startswith("Ascend")
