@@ -30,6 +30,7 @@ from .._lazy import torch
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..ir import expr as E
+from ..runtime.machine import current_machine, has_feature
 from .common import check_dtype, dtype_arg, emit, loc, require, same_size, tensor_arg
 from .matmul import batch_valid, matmul_dims
 from .registry import register
@@ -185,7 +186,7 @@ def conv(input_conv, weight, out_dtype, strides, paddings, dilations, *, groups=
 
     ``strides`` / ``dilations`` have one entry per spatial dim (1..63), ``paddings`` two (before,
     after: ``[top, bottom, left, right]`` for 2-D; 0..255, each below the kernel size);
-    ``extend_params`` may hold ``bias_tensor`` ``[Cout]`` (the input dtype; fp32 for bf16 input).
+    ``extend_params`` may hold ``bias_tensor`` ``[Cout]`` (the input dtype; fp32 for bf16 input on A2/A3).
     ``out_dtype`` must be the input dtype; ``transposed=True`` is not supported (as upstream).
     This build runs it as one whole-tensor (GM to GM) task on an AIC core: upstream's im2col
     tiling (``set_conv_tile_shapes``) is not modelled and is not required.
@@ -245,7 +246,9 @@ def conv(input_conv, weight, out_dtype, strides, paddings, dilations, *, groups=
             raise DTypeError(f"pypto.conv: extend_params key '{key}' is not supported by this build",
                              expected="bias_tensor", got=key, param="extend_params", loc=loc())
         tensor_arg(val, op, "extend_params['bias_tensor']")
-        check_dtype(op, val, "extend_params['bias_tensor']", (DT_FP32,) if dt is DT_BF16 else (dt,))
+        # upstream's conv doc: on A2/A3 a bf16 conv takes an fp32 bias; on the 950 the bias has the input's dtype
+        on_950 = has_feature(current_machine(), "bf16_bias")
+        check_dtype(op, val, "extend_params['bias_tensor']", (DT_FP32,) if dt is DT_BF16 and not on_950 else (dt,))
         if val._value.rank != 1 or val._value.shape[0] != cout:
             raise ShapeError("pypto.conv: bias_tensor must be [Cout]", expected=f"[{cout}]",
                              got=E.render_dims(val._value.shape), param="extend_params['bias_tensor']", loc=loc())

@@ -23,10 +23,20 @@ from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DT_
 from ..enums import ReLuType, TransMode
 from ..errors import DTypeError, ShapeError
 from ..ir import expr as E
+from ..runtime.machine import current_machine, has_feature
 from .common import checked_before_the_run, loc, same_size, tensor_arg
 
-# upstream's table 3 on A2/A3 (a bf16 bias is refused there for bf16 operands)
+# upstream's table 3 on A2/A3 (a bf16 bias is refused there for bf16 operands); the Ascend 950
+# takes one (its platform feature "bf16_bias")
 BIAS_DTYPES = {DT_FP16: (DT_FP16, DT_FP32), DT_BF16: (DT_FP32,), DT_FP32: (DT_FP32,), DT_INT8: (DT_INT32,)}
+BF16_BIAS = (DT_BF16, DT_FP32)
+
+
+def bias_dtypes(in_dt) -> tuple:
+    """The bias dtypes a matmul of ``in_dt`` operands takes on the current machine."""
+    if in_dt is DT_BF16 and has_feature(current_machine(), "bf16_bias"):
+        return BF16_BIAS
+    return BIAS_DTYPES.get(in_dt, ())
 EXTEND_KEYS = ("bias_tensor", "scale", "scale_tensor", "relu_type", "trans_mode")
 SCALE_MASK = 0xFFFFE000  # the 19 bits of a float32 scale the fixpipe keeps
 _TF32_DROP = 13  # float32 mantissa bits TF32 drops
@@ -54,9 +64,10 @@ def parse_extend_params(extend_params, in_dt, out_dt, n, batch, ins: list, attrs
                              expected=", ".join(EXTEND_KEYS), got=key, param="extend_params", loc=loc())
     if "bias_tensor" in params:
         bias = _column_operand(params["bias_tensor"], "bias_tensor", n, batch, allow_1d=True)
-        allowed = BIAS_DTYPES.get(in_dt, ())
+        allowed = bias_dtypes(in_dt)
         if bias.dtype not in allowed:
-            a2 = " (a bf16 bias is not available on A2/A3, the machine this simulator models)" \
+            a2 = (f" (a bf16 bias is not available on A2/A3, the machine simulated here: {current_machine().name};"
+                  " the Ascend 950, pypto.set_machine('A5'), takes one)") \
                 if in_dt is DT_BF16 and bias.dtype is DT_BF16 else ""
             raise DTypeError(f"pypto.matmul: extend_params['bias_tensor'] of {bias.dtype.name} does not suit "
                              f"{in_dt.name} operands{a2}", expected=" or ".join(d.name for d in allowed) or "no bias",

@@ -168,6 +168,19 @@ def platform_parameters(name: str) -> dict:
     return params
 
 
+def has_feature(machine, feature: str) -> bool:
+    """Whether ``machine`` (a MachineModel or a name) has ``feature``, an ability upstream's
+    operator docs give some SoCs only (its platform file's ``features``, e.g. ``"bf16_bias"``: a
+    bf16 bias for bf16 matmul operands, on the Ascend 950 and not on A2/A3)."""
+    model = machine_model(machine)
+    name = model.platform or "A2"
+    while True:
+        data = _platform_data(name)
+        if "features" in data or not data.get("base"):
+            return feature in data.get("features", ())
+        name = data["base"]
+
+
 def soc_of(machine) -> tuple[int, str]:
     """``(soc_version, soc_name)`` the emulated NPU reports on ``machine`` (a MachineModel or a
     name): torch_npu's SoC number (220: Ascend910B1, 260: an Ascend 950) and upstream's

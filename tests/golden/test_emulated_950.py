@@ -17,9 +17,9 @@ from pypto.passes.buffers import BufferOverflowError
 from pypto.runtime.machine import A2A3, A5, MACHINES, soc_of
 
 try:
-    from tests.golden.helper import check_kernel, rand
+    from tests.golden.helper import check_kernel, check_op, check_raises, rand
 except ImportError:  # run without the repo root on sys.path: pytest puts this dir there
-    from helper import check_kernel, rand
+    from helper import check_kernel, check_op, check_raises, rand
 
 ROOT = Path(__file__).resolve().parents[2]
 INI = "950PR_958x.ini"
@@ -99,3 +99,39 @@ def test_every_named_machine_reports_a_soc():
     for name in MACHINES:
         version, soc = soc_of(name)
         assert version in (220, 260) and soc.startswith("Ascend")
+
+
+def _mm_bias(x, y, c):
+    return pypto.matmul(x, y, pypto.DT_BF16, extend_params={"bias_tensor": c})
+
+
+def test_a_bf16_bias_of_a_bf16_matmul_on_the_950_and_refused_on_the_910b(on_a5):
+    """Upstream's matmul doc: A2/A3 refuse a bf16 bias for bf16 operands; the 950 takes one."""
+    a, b = rand((7, 12), torch.bfloat16, seed=1), rand((12, 5), torch.bfloat16, seed=2)
+    bias = rand((1, 5), torch.bfloat16, lo=-4, hi=4, seed=3)
+    check_op(_mm_bias, [a, b, bias], lambda x, y, c: x.float() @ y.float() + c.float().reshape(-1),
+             out_dtype=torch.bfloat16)
+    pypto.set_machine("A2A3")
+    error = check_raises(pypto.DTypeError, _mm_bias, [a, b, bias])
+    assert "bias_tensor" in str(error) and "A5" in str(error)
+
+
+def _conv_bias(x, w, c):
+    return pypto.conv(x, w, pypto.DT_BF16, [1, 1], [1, 1, 1, 1], [1, 1], extend_params={"bias_tensor": c})
+
+
+def _ref_conv_bias(x, w, c):
+    out = torch.nn.functional.conv2d(torch.nn.functional.pad(x.double(), [1, 1, 1, 1]), w.double(), c.double())
+    return out.float()
+
+
+def test_a_bf16_conv_takes_a_bias_of_its_own_dtype_on_the_950(on_a5):
+    """Upstream's conv doc: on the 950 input, weight, bias and output share one dtype; on A2/A3 a
+    bf16 conv takes an fp32 bias."""
+    x, w = rand((2, 3, 6, 6), torch.bfloat16, seed=4), rand((4, 3, 3, 3), torch.bfloat16, seed=5)
+    bias16, bias32 = rand((4,), torch.bfloat16, seed=6), rand((4,), torch.float32, seed=6)
+    check_op(_conv_bias, [x, w, bias16], _ref_conv_bias, out_dtype=torch.bfloat16)
+    check_raises(pypto.DTypeError, _conv_bias, [x, w, bias32])
+    pypto.set_machine("A2A3")
+    check_op(_conv_bias, [x, w, bias32], _ref_conv_bias, out_dtype=torch.bfloat16)
+    check_raises(pypto.DTypeError, _conv_bias, [x, w, bias16])
