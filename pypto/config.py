@@ -20,11 +20,12 @@ The stored values are shared by all threads (they are global on upstream too).
 from __future__ import annotations
 
 import difflib
+import operator
 import re
 import threading
 from dataclasses import dataclass, fields
 
-from .errors import ArgumentTypeError, ArgumentValueError, OptionError, user_loc
+from .errors import ArgumentTypeError, ArgumentValueError, OptionError, PyptoError, user_loc
 from .options import INT32_MAX, OptionSpec
 
 
@@ -256,6 +257,11 @@ def _tile_info(obj, cls, param: str, loc):
     values = {}
     for f in fields(cls):
         v = getattr(obj, f.name, None)
+        if not isinstance(v, (bool, int)) and hasattr(v, "__index__"):
+            try:  # a concrete pypto.symbolic_scalar(32), as upstream's int64 binding takes it
+                v = operator.index(v)
+            except (TypeError, ValueError, PyptoError):
+                pass
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ArgumentValueError(f"pypto.set_conv_tile_shapes: '{param}.{f.name}' must be a positive int",
                                      expected=f"a {cls.__name__} with positive sizes", got=repr(v), param=param,

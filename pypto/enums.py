@@ -91,7 +91,15 @@ class TopKAlgo(_Enum):
 
 
 class ReLuType(_Enum):
-    """The activation fused into a matmul / conv result."""
+    """The activation fused into a matmul result (``extend_params['relu_type']``)."""
+
+    NO_RELU = 0
+    RELU = 1
+
+
+class ConvReLuType(_Enum):
+    """The activation fused into a conv result (``pypto.conv(..., extend_params={'relu_type': ...})``):
+    upstream gives conv an enum of its own, with the matmul's values."""
 
     NO_RELU = 0
     RELU = 1
@@ -149,5 +157,5 @@ ROUND_UP = DequantScaleRoundingMode.ROUND_UP
 ROUND_DOWN = DequantScaleRoundingMode.ROUND_DOWN
 
 __all__ = ["CastMode", "SaturationMode", "TileOpFormat", "PrecisionType", "CachePolicy", "ReduceMode", "OpType",
-           "OutType", "TopKAlgo", "ReLuType", "TransMode", "ScatterMode", "AtomicRMWMode", "AtomicType",
+           "OutType", "TopKAlgo", "ReLuType", "ConvReLuType", "TransMode", "ScatterMode", "AtomicRMWMode", "AtomicType",
            "DequantScaleRoundingMode", "LogBaseType", "ROUND_UP", "ROUND_DOWN"]

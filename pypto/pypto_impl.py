@@ -35,6 +35,7 @@ from typing import Mapping, Sequence
 from .config import GLOBAL_CONFIG, TileL0Info, TileL1Info, set_global_config
 from .dtypes import DT_BF16, DT_FP16, DT_FP32, DType
 from .element import Element
+from .enums import ConvReLuType, ReLuType  # upstream's bindings hold the enums of the cube epilogues
 from .errors import ArgumentTypeError, ArgumentValueError, ExternalError, OptionError, VerifyDataError, user_loc
 from .frontend.compile import compile_monitor_total_elapsed
 from .frontend.recording import RecordFunc
@@ -193,6 +194,6 @@ def SetGlobalConfig(values: Mapping[str, object]) -> None:  # noqa: N802 - upstr
         set_global_config(key, value)
 
 
-__all__ = ["ExternalError", "Element", "ScalarDivS", "GetCompilerMonitorTotalElapsed", "DeviceTensorData",
+__all__ = ["ExternalError", "Element", "ReLuType", "ConvReLuType", "ScalarDivS", "GetCompilerMonitorTotalElapsed", "DeviceTensorData",
            "SetVerifyData", "DeviceInit", "LogTopFolder", "TileL1Info", "TileL0Info", "SetGlobalConfig", "RecordFunc",
            "log_debug", "log_info", "log_warn", "log_error", "log_event", "log_fatal"]

@@ -196,6 +196,8 @@ def is_loop_end(idx) -> SymbolicScalar:
 # ---- tile shapes -----------------------------------------------------------------------------------
 
 def _positive(v, what, loc):
+    if isinstance(v, SymbolicScalar) and v.is_concrete():  # pypto.symbolic_scalar(32): upstream takes it
+        v = v.concrete()
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
         raise ShapeError(f"{what} must be a positive int", expected="an int > 0", got=repr(v), loc=loc)
     return v

@@ -28,7 +28,8 @@ from __future__ import annotations
 from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8
-from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..enums import ConvReLuType
+from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..ir import expr as E
 from ..runtime.machine import current_machine, has_feature
 from .common import check_dtype, dtype_arg, emit, loc, require, same_size, tensor_arg
@@ -186,7 +187,8 @@ def conv(input_conv, weight, out_dtype, strides, paddings, dilations, *, groups=
 
     ``strides`` / ``dilations`` have one entry per spatial dim (1..63), ``paddings`` two (before,
     after: ``[top, bottom, left, right]`` for 2-D; 0..255, each below the kernel size);
-    ``extend_params`` may hold ``bias_tensor`` ``[Cout]`` (the input dtype; fp32 for bf16 input on A2/A3).
+    ``extend_params`` may hold ``bias_tensor`` ``[Cout]`` (the input dtype; fp32 for bf16 input on A2/A3)
+    and ``relu_type`` (a ``pypto.ConvReLuType``: RELU applies the fixpipe's relu to the fp32 result).
     ``out_dtype`` must be the input dtype; ``transposed=True`` is not supported (as upstream).
     This build runs it as one whole-tensor (GM to GM) task on an AIC core: upstream's im2col
     tiling (``set_conv_tile_shapes``) is not modelled and is not required.
@@ -242,9 +244,17 @@ def conv(input_conv, weight, out_dtype, strides, paddings, dilations, *, groups=
     ins = [input_conv, weight]
     attrs = {"strides": strides, "paddings": paddings, "dilations": dilations, "groups": groups}
     for key, val in (extend_params or {}).items():
+        if key == "relu_type":
+            if not isinstance(val, ConvReLuType):
+                raise ArgumentTypeError("pypto.conv: extend_params['relu_type'] must be a pypto.ConvReLuType",
+                                        expected="pypto.ConvReLuType.NO_RELU or .RELU", got=repr(val),
+                                        param="extend_params['relu_type']", loc=loc())
+            if val is ConvReLuType.RELU:
+                attrs["relu"] = True
+            continue
         if key != "bias_tensor":
             raise DTypeError(f"pypto.conv: extend_params key '{key}' is not supported by this build",
-                             expected="bias_tensor", got=key, param="extend_params", loc=loc())
+                             expected="bias_tensor, relu_type", got=key, param="extend_params", loc=loc())
         tensor_arg(val, op, "extend_params['bias_tensor']")
         # upstream's conv doc: on A2/A3 a bf16 conv takes an fp32 bias; on the 950 the bias has the input's dtype
         on_950 = has_feature(current_machine(), "bf16_bias")
@@ -271,4 +281,5 @@ def _conv(ins, attrs, ev):
     x = F.pad(x, pad)
     fn = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
     bias = ins[2].float() if attrs.get("bias") else None
-    return fn(x, w, bias, stride=attrs["strides"], dilation=attrs["dilations"], groups=attrs["groups"])
+    out = fn(x, w, bias, stride=attrs["strides"], dilation=attrs["dilations"], groups=attrs["groups"])
+    return torch.relu(out) if attrs.get("relu") else out  # the fixpipe's relu, on the fp32 accumulator

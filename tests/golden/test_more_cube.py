@@ -231,6 +231,21 @@ def test_conv2d_bias(dtype, bias_dtype):
              [x, w, bias], lambda a, b, c: ref_conv(a, b, [1, 1], [1, 1, 1, 1], [1, 1], bias=c), out_dtype=dtype)
 
 
+@pytest.mark.parametrize("relu", [pypto.ConvReLuType.RELU, pypto.ConvReLuType.NO_RELU], ids=str)
+def test_conv2d_relu_in_the_fixpipe(relu):
+    """extend_params['relu_type'] (upstream's ConvReLuType): the relu of the fp32 result, with a bias."""
+    x, w = operand((2, 3, 6, 6), FP16, 8), operand((4, 3, 3, 3), FP16, 9)
+    bias = rand((4,), FP16, seed=10)
+    on = relu is pypto.ConvReLuType.RELU
+    check_op(lambda a, b, c: pypto.conv(a, b, pypto.DT_FP16, [1, 1], [1, 1, 1, 1], [1, 1],
+                                        extend_params={"bias_tensor": c, "relu_type": relu}),
+             [x, w, bias], lambda a, b, c: (torch.relu if on else (lambda t: t))(
+                 ref_conv(a, b, [1, 1], [1, 1, 1, 1], [1, 1], bias=c)), out_dtype=FP16)
+    error = check_raises(pypto.ArgumentTypeError, lambda a, b: pypto.conv(
+        a, b, pypto.DT_FP16, [1, 1], [1, 1, 1, 1], [1, 1], extend_params={"relu_type": pypto.ReLuType.RELU}), [x, w])
+    assert "ConvReLuType" in str(error)
+
+
 def test_conv1d_and_conv3d():
     x1, w1 = operand((2, 4, 20), FP32, 6), operand((3, 4, 5), FP32, 7)
     check_op(lambda a, b: pypto.conv(a, b, pypto.DT_FP32, [2], [1, 3], [2]), [x1, w1],
@@ -320,3 +335,22 @@ def test_pack_unpack_rejects():
     check_raises(pypto.ShapeError, lambda b: pypto.unpack(b, pypto.DT_INT16),
                  [torch.ones((2, 4), dtype=torch.uint8)])
     check_raises(pypto.ShapeError, pypto.pack, [torch.ones((1, 1, 1, 1, 2))])
+
+
+def test_tile_sizes_given_as_concrete_symbolic_scalars():
+    """Upstream's conv tests pass ``pypto.symbolic_scalar(32)`` as tile sizes (its bindings take any
+    int-convertible value); a symbol without a value is still refused, naming the size."""
+    from pypto.pypto_impl import TileL0Info, TileL1Info
+
+    tile = pypto.symbolic_scalar(4)
+
+    @pypto.jit
+    def conv_rows(x: pypto.Tensor([2, 3, 6, 6], pypto.DT_FP32), w: pypto.Tensor([4, 3, 3, 3], pypto.DT_FP32)):
+        pypto.set_conv_tile_shapes(TileL1Info(tileN=tile), TileL0Info(tileN=tile))
+        pypto.set_vec_tile_shapes(1, tile, 6, 6)
+        return pypto.conv(x, w, pypto.DT_FP32, [1, 1], [1, 1, 1, 1], [1, 1])
+
+    x, w = operand((2, 3, 6, 6), FP32, 11), operand((4, 3, 3, 3), FP32, 12)
+    check_kernel(conv_rows, [x, w], ref_conv(x, w, [1, 1], [1, 1, 1, 1], [1, 1]))
+    with pytest.raises(pypto.ArgumentValueError, match="tileN"):
+        pypto.set_conv_tile_shapes(TileL1Info(tileN=pypto.symbolic_scalar("n")), TileL0Info())
