@@ -112,6 +112,12 @@ nor its tolerance changed.
   `TILE_FWK_DEVICE_ID=0`, in a scratch copy of upstream's root (examples, models, python/tests,
   pytest.ini, conftest.py): upstream's `pytest.ini` and `conftest.py` files apply as in their CI,
   nothing is written into the checkout, and `import pypto` can only find this package.
+- Two machines. Every file runs on the default machine, a 910B (its emulated NPU reports SoC 220,
+  so upstream's conftest selects the tests marked for "910" and the unmarked ones). A test file
+  with tests marked for the 950 only runs a second time with `PYPTO_MACHINE=A5` (SoC 260: the
+  conftest then selects those); the file's result adds both passes' cases and checks, and its
+  status is the worse failing pass, else verified when a check ran and none failed
+  (`tools/compat/results.py combine`).
 - Script sub-cases (the `cases` column of scripts): the module-level `test_*` functions a script
   defines are wrapped just before its `if __name__ == "__main__":` block runs, and each outermost
   call is a case. Scripts stop at their first failing case, so later cases do not run.
