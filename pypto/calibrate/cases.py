@@ -14,6 +14,8 @@ figure is then the whole makespan from the launch).
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -41,8 +43,22 @@ class Case:
     excluded: str = ""
 
 
+def _in_its_own_options_scope(build: Callable) -> Callable:
+    """``build`` run inside ``with pypto.options():``: a guide's program that calls
+    ``set_pass_options`` in its kernel body (upstream's setters are process-wide) changes only its
+    own compile, not the options of whatever runs in this process afterwards."""
+    @functools.wraps(build)
+    def scoped():
+        from ..options import options
+
+        with options():
+            return build()
+    return scoped
+
+
 def case(**kw) -> Case:
     """Register a case (``CASES[id]``); returns it."""
+    kw["build"] = _in_its_own_options_scope(kw["build"])
     c = Case(**kw)
     if c.kind not in KINDS:
         raise ValueError(f"case {c.id}: kind {c.kind!r} is not one of {KINDS}")
