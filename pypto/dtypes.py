@@ -67,15 +67,20 @@ DT_UINT8 = _d("DT_UINT8", "uint8", 1, "uint", True, "uint8")
 DT_BOOL = _d("DT_BOOL", "bool", 1, "bool", True, "bool")
 # stored and moved only (matmul's per-channel fixpipe scales, extend_params['scale_tensor'])
 DT_UINT64 = _d("DT_UINT64", "uint64", 8, "uint", True, "uint64")
+# the Ascend 950's 8-bit floats: stored and moved (views, copies, assemble) on every machine;
+# computed only by the cube (matmul, scaled_mm with e8m0 block scales) on a machine with the
+# "fp8" feature (the A5); no vector op takes them (`SUPPORTED_DTYPES` leaves them out)
+DT_FP8E4M3 = _d("DT_FP8E4M3", "fp8e4m3", 1, "float", True, "float8_e4m3fn")
+DT_FP8E5M2 = _d("DT_FP8E5M2", "fp8e5m2", 1, "float", True, "float8_e5m2")
+DT_FP8E8M0 = _d("DT_FP8E8M0", "fp8e8m0", 1, "float", True, "float8_e8m0fnu")
+FP8_DTYPES = (DT_FP8E4M3, DT_FP8E5M2)  # cube operands
+STORED_ONLY = (DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0)
 
 # Named upstream, not computed by this build.
 DT_INT4 = _d("DT_INT4", "int4", 0.5, "int", False)
 DT_FP8 = _d("DT_FP8", "fp8", 1, "float", False)
 DT_HF4 = _d("DT_HF4", "hf4", 0.5, "float", False)
 DT_HF8 = _d("DT_HF8", "hf8", 1, "float", False)
-DT_FP8E4M3 = _d("DT_FP8E4M3", "fp8e4m3", 1, "float", False)
-DT_FP8E5M2 = _d("DT_FP8E5M2", "fp8e5m2", 1, "float", False)
-DT_FP8E8M0 = _d("DT_FP8E8M0", "fp8e8m0", 1, "float", False)
 DT_FP4_E2M1 = _d("DT_FP4_E2M1", "fp4e2m1", 0.5, "float", False)
 DT_FP4_E2M1X2 = _d("DT_FP4_E2M1X2", "fp4e2m1x2", 1, "float", False)
 DT_FP4_E1M2 = _d("DT_FP4_E1M2", "fp4e1m2", 0.5, "float", False)
@@ -86,7 +91,9 @@ DT_DOUBLE = _d("DT_DOUBLE", "fp64", 8, "float", False)
 DT_BOTTOM = _d("DT_BOTTOM", "bottom", 0, "bool", False)
 
 ALL_DTYPES: tuple[DType, ...] = tuple(v for v in list(globals().values()) if isinstance(v, DType))
-SUPPORTED_DTYPES: tuple[DType, ...] = tuple(d for d in ALL_DTYPES if d.supported)
+# the dtypes ops compute with (what "expected one of" lists name); STORED_ONLY ones are accepted
+# as arguments and by the ops that name them
+SUPPORTED_DTYPES: tuple[DType, ...] = tuple(d for d in ALL_DTYPES if d.supported and d not in STORED_ONLY)
 FLOAT_DTYPES = (DT_FP32, DT_FP16, DT_BF16)
 INT_DTYPES = (DT_INT8, DT_INT16, DT_INT32, DT_INT64, DT_UINT8)
 

@@ -7,9 +7,11 @@ per row (column) of ``mat_a`` (``mat_b``) and per 32 consecutive elements along 
 ``[ceil(K/64), N, 2]`` (``[N, ceil(K/64), 2]`` with ``scale_b_trans``): element ``k`` of a row
 uses ``scale[.., k // 64, (k % 64) // 32]``. Simplifications of this build:
 
-* Upstream runs it only on Ascend 950 with fp8 / fp4 operands and e8m0 scales, dtypes this build
-  does not support. Here the operands are DT_INT8 (the A2/A3 quantized type), DT_FP16 or DT_BF16
-  (which hold any fp8 value exactly) and the scales DT_FP32 (any e8m0 power of two is exact).
+* Upstream runs it only on the Ascend 950, with fp8 / fp4 operands and e8m0 scales. On the emulated
+  950 (``pypto.set_machine("A5")``) the operands may be DT_FP8E4M3 / DT_FP8E5M2 (mixed) and the
+  scales DT_FP8E8M0, as there; fp4 is not supported. On every machine this build also takes
+  DT_INT8, DT_FP16 or DT_BF16 operands (which hold any fp8 value exactly) with DT_FP32 scales (any
+  e8m0 power of two is exact), so block-scaled kernels can be tried on the 910B too.
 * ``out_dtype`` is DT_FP16, DT_BF16 or DT_FP32 (upstream's int8 fixpipe re-quantization and
   ``scale`` / ``scale_tensor`` / ``relu_type`` are not modelled); ``extend_params`` takes
   ``bias_tensor`` ([N] or [1, N]) only. The product accumulates in fp32.
@@ -27,16 +29,17 @@ from __future__ import annotations
 
 from .._lazy import torch
 
-from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8
+from ..dtypes import DT_BF16, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_FP16, DT_FP32, DT_INT8, FP8_DTYPES
 from ..enums import ConvReLuType
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..ir import expr as E
 from ..runtime.machine import current_machine, has_feature
 from .common import check_dtype, dtype_arg, emit, loc, require, same_size, tensor_arg
-from .matmul import batch_valid, matmul_dims
+from .matmul import batch_valid, check_fp8_machine, matmul_dims
 from .registry import register
 
-SCALED_MM_IN = (DT_INT8, DT_FP16, DT_BF16)
+SCALED_MM_IN = (DT_INT8, DT_FP16, DT_BF16, DT_FP8E4M3, DT_FP8E5M2)
+SCALE_DTYPES = (DT_FP32, DT_FP8E8M0)  # e8m0 block scales on the 950; fp32 holds any of them exactly
 SCALED_MM_OUT = (DT_FP16, DT_BF16, DT_FP32)
 MX_BLOCK = 32  # elements along K sharing one scale
 TBMM_VEC_TILE = (1, 128, 128)  # upstream's fixed vector tile inside transposed_batchmatmul
@@ -57,7 +60,8 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
     tensor_arg(mat_a, "scaled_mm", "mat_a")
     tensor_arg(mat_b, "scaled_mm", "mat_b")
     dt = check_dtype("scaled_mm", mat_a, "mat_a")
-    if mat_b.dtype is not dt:
+    check_fp8_machine("scaled_mm", dt, "mat_a")
+    if mat_b.dtype is not dt and not (dt in FP8_DTYPES and mat_b.dtype in FP8_DTYPES):
         raise DTypeError("pypto.scaled_mm: mat_a and mat_b have different dtypes", expected=dt.name,
                          got=mat_b.dtype.name, param="mat_b", loc=loc())
     out_dt = _out_dtype("scaled_mm", out_dtype, SCALED_MM_OUT)
@@ -70,7 +74,8 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
     for name, t, want in (("scale_a", scale_a, (kblocks, m, 2) if scale_a_trans else (m, kblocks, 2)),
                           ("scale_b", scale_b, (n, kblocks, 2) if scale_b_trans else (kblocks, n, 2))):
         tensor_arg(t, "scaled_mm", name)
-        check_dtype("scaled_mm", t, name, (DT_FP32,))
+        if check_dtype("scaled_mm", t, name, SCALE_DTYPES) is DT_FP8E8M0:
+            check_fp8_machine("scaled_mm", DT_FP8E4M3, name)  # e8m0 is the 950's too
         s = t._value.shape
         if len(s) != 3 or any(not same_size(x, y, f"pypto.scaled_mm: '{name}' and the operands", loc())
                               for x, y in zip(s, want)):

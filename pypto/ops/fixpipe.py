@@ -19,7 +19,7 @@ import struct
 
 from .._lazy import torch
 
-from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DT_UINT64
+from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32, DT_INT64, DT_UINT64, FP8_DTYPES
 from ..enums import ReLuType, TransMode
 from ..errors import DTypeError, ShapeError
 from ..ir import expr as E
@@ -30,12 +30,15 @@ from .common import checked_before_the_run, loc, same_size, tensor_arg
 # takes one (its platform feature "bf16_bias")
 BIAS_DTYPES = {DT_FP16: (DT_FP16, DT_FP32), DT_BF16: (DT_FP32,), DT_FP32: (DT_FP32,), DT_INT8: (DT_INT32,)}
 BF16_BIAS = (DT_BF16, DT_FP32)
+FP8_BIAS = (DT_FP16, DT_BF16, DT_FP32)  # upstream's table 3 (the 950's fp8 operands)
 
 
 def bias_dtypes(in_dt) -> tuple:
     """The bias dtypes a matmul of ``in_dt`` operands takes on the current machine."""
     if in_dt is DT_BF16 and has_feature(current_machine(), "bf16_bias"):
         return BF16_BIAS
+    if in_dt in FP8_DTYPES:
+        return FP8_BIAS
     return BIAS_DTYPES.get(in_dt, ())
 EXTEND_KEYS = ("bias_tensor", "scale", "scale_tensor", "relu_type", "trans_mode")
 SCALE_MASK = 0xFFFFE000  # the 19 bits of a float32 scale the fixpipe keeps

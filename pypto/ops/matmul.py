@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._lazy import torch
 
-from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
+from ..dtypes import DT_BF16, DT_FP8E4M3, DT_FP8E5M2, DT_FP16, DT_FP32, DT_INT8, DT_INT32, FP8_DTYPES
 from ..errors import DTypeError, KernelRuntimeError, ShapeError
 from ..ir import expr as E
 from ..frontend.builder import require
@@ -17,7 +17,22 @@ from .registry import register
 # upstream's frontend accepts any float result for float operands (the fp32 accumulator is
 # converted on the way out of L0C, rounding once) and its own models use fp32 -> bf16.
 OUT_DTYPES = {DT_FP16: (DT_FP16, DT_FP32, DT_BF16, DT_INT8), DT_BF16: (DT_BF16, DT_FP32, DT_FP16, DT_INT8),
-              DT_FP32: (DT_FP32, DT_FP16, DT_BF16, DT_INT8), DT_INT8: (DT_INT32, DT_FP16, DT_INT8)}
+              DT_FP32: (DT_FP32, DT_FP16, DT_BF16, DT_INT8), DT_INT8: (DT_INT32, DT_FP16, DT_INT8),
+              # the 950's fp8 operands (e4m3 and e5m2 may be mixed); no default in upstream's table: fp32
+              DT_FP8E4M3: (DT_FP32, DT_FP16, DT_BF16), DT_FP8E5M2: (DT_FP32, DT_FP16, DT_BF16)}
+
+
+def check_fp8_machine(op: str, dt, param: str) -> None:
+    """FP8 operands need a machine with the "fp8" feature (the Ascend 950): refused on A2/A3, as
+    upstream's docs say, naming the machine and how to choose the 950."""
+    from ..runtime.machine import current_machine, has_feature
+
+    machine = current_machine()
+    if dt in FP8_DTYPES and not has_feature(machine, "fp8"):
+        raise DTypeError(f"pypto.{op}: {dt.name} operands need the Ascend 950 (the machine simulated here, "
+                         f"{machine.name}, has no fp8 cube: upstream's A2/A3)",
+                         expected="pypto.set_machine('A5') (or PYPTO_MACHINE=A5), or fp16 / bf16 / fp32 / int8 "
+                                  "operands", got=dt.name, param=param, loc=loc())
 
 HALF_SUM_ORDERS = ("fp32", "torch")
 # How an fp16/bf16 matmul sums (see set_half_sum_order); a one-element list, read by every leaf call
@@ -63,7 +78,8 @@ def matmul(input, mat2, out_dtype=None, *, a_trans=False, b_trans=False, c_matri
     tensor_arg(input, "matmul", "input")
     tensor_arg(mat2, "matmul", "mat2")
     dt = check_dtype("matmul", input, "input")
-    if mat2.dtype is not dt:
+    check_fp8_machine("matmul", dt, "input")
+    if mat2.dtype is not dt and not (dt in FP8_DTYPES and mat2.dtype in FP8_DTYPES):
         raise DTypeError("pypto.matmul: operands have different dtypes", expected=dt.name,
                          got=mat2.dtype.name, param="mat2", loc=loc())
     out_dt = OUT_DTYPES[dt][0] if out_dtype is None else dtype_arg(out_dtype, "matmul", "out_dtype")
@@ -156,7 +172,7 @@ def _shared_batch(x):
     return x
 
 
-@register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8))
+@register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8, DT_FP8E4M3, DT_FP8E5M2))
 def _matmul(ins, attrs, ev):
     """Matrix product with fp32 (int32) accumulation over the valid K extent."""
     a, b = _shared_batch(ins[0]), _shared_batch(ins[1])

@@ -135,3 +135,58 @@ def test_a_bf16_conv_takes_a_bias_of_its_own_dtype_on_the_950(on_a5):
     pypto.set_machine("A2A3")
     check_op(_conv_bias, [x, w, bias32], _ref_conv_bias, out_dtype=torch.bfloat16)
     check_raises(pypto.DTypeError, _conv_bias, [x, w, bias16])
+
+
+E4M3, E5M2, E8M0 = torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e8m0fnu
+
+
+def _fp8(shape, dtype, seed, scale=2.0):
+    return (rand(shape, torch.float32, lo=-scale, hi=scale, seed=seed)).to(dtype)
+
+
+@pytest.mark.parametrize("a_dt, b_dt", [(E4M3, E4M3), (E4M3, E5M2), (E5M2, E5M2)], ids=str)
+@pytest.mark.parametrize("out", [torch.float32, torch.bfloat16], ids=str)
+def test_an_fp8_matmul_on_the_950_accumulates_in_fp32_and_rounds_once(on_a5, a_dt, b_dt, out):
+    """Upstream's matmul table 3 on the 950: e4m3 / e5m2 operands (mixed), fp16 / bf16 / fp32 results."""
+    a, b = _fp8((40, 96), a_dt, 1), _fp8((96, 24), b_dt, 2)
+    pt = {torch.float32: pypto.DT_FP32, torch.bfloat16: pypto.DT_BF16}[out]
+    check_op(lambda x, y: pypto.matmul(x, y, pt), [a, b], lambda x, y: x.float() @ y.float(), out_dtype=out)
+
+
+def test_fp8_is_refused_on_the_910b_at_the_matmul_and_moved_bit_for_bit_anywhere():
+    a, b = _fp8((16, 32), E4M3, 3), _fp8((32, 8), E4M3, 4)
+    error = check_raises(pypto.DTypeError, lambda x, y: pypto.matmul(x, y, pypto.DT_FP32), [a, b])
+    assert "A5" in str(error) and "DT_FP8E4M3" in str(error)
+
+    @pypto.jit
+    def move(x: pypto.Tensor([16, 32], pypto.DT_FP8E4M3), out: pypto.Tensor([16, 32], pypto.DT_FP8E4M3)):
+        for i in pypto.loop(2):
+            pypto.assemble(pypto.view(x, [8, 32], [i * 8, 0]), [i * 8, 0], out)
+
+    out = torch.zeros(16, 32, dtype=E4M3)
+    move(a, out)
+    assert torch.equal(out.view(torch.uint8), a.view(torch.uint8))
+    error = check_raises(pypto.DTypeError, lambda x: pypto.cast(x, pypto.DT_FP8E4M3), [rand((4, 8))])
+    assert "cast" in str(error)  # no vector op computes fp8 (its rounding on the device is not modelled)
+
+
+def _mx_reference(a, b, sa, sb):
+    """Upstream's golden: each 32 elements of K share one e8m0 scale, ``(a * sa) @ (b * sb)``."""
+    k = a.shape[1]
+    sa = sa.float().reshape(sa.shape[0], -1).repeat_interleave(32, dim=1)[:, :k]
+    sb = sb.float().permute(1, 0, 2).reshape(sb.shape[1], -1).repeat_interleave(32, dim=1)[:, :k]
+    return (a.float() * sa) @ (b.float() * sb.T)
+
+
+def test_an_mx_fp8_scaled_mm_with_e8m0_scales_on_the_950(on_a5):
+    m, k, n = 24, 96, 16
+    kb = (k + 63) // 64
+    a, b = _fp8((m, k), E4M3, 5), _fp8((k, n), E5M2, 6)
+    sa = rand((m, kb, 2), torch.float32, lo=0.05, hi=4, seed=7).to(E8M0)
+    sb = rand((kb, n, 2), torch.float32, lo=0.05, hi=4, seed=8).to(E8M0)
+    check_op(lambda x, y, p, q: pypto.scaled_mm(x, y, pypto.DT_FP32, p, q), [a, b, sa, sb], _mx_reference,
+             out_dtype=torch.float32)
+    pypto.set_machine("A2A3")
+    error = check_raises(pypto.DTypeError, lambda x, y, p, q: pypto.scaled_mm(x, y, pypto.DT_FP32, p, q),
+                         [a, b, sa, sb])
+    assert "A5" in str(error)
