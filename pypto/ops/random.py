@@ -5,7 +5,8 @@ upstream names (``alg`` 1, or 3 = auto-select). The 64-bit ``key[0]`` is the Phi
 high word); Philox block ``b`` (elements ``4b .. 4b+3`` of the flattened output) uses the 128-bit
 counter ``[b + counter[0] (64 bit), counter[1] (64 bit)]`` where, as upstream documents, ``counter[0]``
 is taken as 0. A 32-bit output ``x`` becomes the float ``1.m - 1`` whose 23 mantissa bits are the
-low bits of ``x``: a value in ``[0, 1)``. This reproduces upstream's documented example bit for bit
+low bits of ``x``: a value in ``[0, 1)``; an fp16 (bf16) output is ``1.m - 1`` with the 10 (7)
+low bits of ``x`` as its mantissa, made in that format (not an fp32 value rounded). This reproduces upstream's documented example bit for bit
 (key ``[1234]``, counter ``[0, 1]``). ``normal`` is Box-Muller over consecutive pairs
 ``(u1, u2)`` of that stream, as upstream: ``sqrt(-2 ln max(u1, 1e-7)) * (sin, cos)(2 pi u2)``.
 Values are computed in fp32 and cast to ``dtype``. The same key and counter always give the same
@@ -106,16 +107,33 @@ def philox4x32(counter, key, rounds: int = 10):
     return c0, c1, c2, c3
 
 
-def philox_uniform(n: int, key: int, counter1: int):
-    """``n`` fp32 values in [0, 1) (a numpy array): see the module docstring."""
+def philox_words(n: int, key: int, counter1: int):
+    """The first ``n`` 32-bit Philox outputs (uint64 numpy array) of ``key`` and ``counter1``."""
     blocks = -(-n // 4)
     b = np.arange(blocks, dtype=np.uint64)
     hi = np.uint64((counter1 >> 32) & _MASK)
     ctr = (b & np.uint64(_MASK), b >> np.uint64(32), np.full(blocks, counter1 & _MASK, dtype=np.uint64),
            np.full(blocks, hi, dtype=np.uint64))
-    words = np.stack(philox4x32(ctr, (key & _MASK, (key >> 32) & _MASK)), axis=1).reshape(-1)[:n]
+    return np.stack(philox4x32(ctr, (key & _MASK, (key >> 32) & _MASK)), axis=1).reshape(-1)[:n]
+
+
+def philox_uniform(n: int, key: int, counter1: int):
+    """``n`` fp32 values in [0, 1) (a numpy array): see the module docstring."""
+    words = philox_words(n, key, counter1)
     bits = ((words & np.uint64(0x7FFFFF)) | np.uint64(0x3F800000)).astype(np.uint32)
     return bits.view(np.float32) - np.float32(1.0)
+
+
+def philox_uniform_half(n: int, key: int, counter1: int, dtype):
+    """``n`` values in [0, 1) of a 16-bit float ``dtype`` (a torch tensor), each made directly from
+    the low bits of one Philox output as upstream's generator does: ``1.m - 1`` in that format with
+    its 10 (fp16) or 7 (bf16) mantissa bits, not an fp32 value rounded."""
+    words = philox_words(n, key, counter1)
+    if dtype is DT_FP16:
+        bits = ((words & np.uint64(0x3FF)) | np.uint64(0x3C00)).astype(np.uint16)
+        return torch.from_numpy(bits.view(np.float16) - np.float16(1.0))
+    bits = (((words & np.uint64(0x7F)) | np.uint64(0x3F80)) << np.uint64(16)).astype(np.uint32)
+    return torch.from_numpy(bits.view(np.float32) - np.float32(1.0)).to(torch.bfloat16)  # exact in bf16
 
 
 def box_muller(u):
@@ -176,6 +194,8 @@ def normal(shape, key, counter, alg=(1,), dtype=DT_FP32):
 def _uniform(ins, attrs, ev):
     """Philox4x32-10 uniform floats, reshaped and cast."""
     n = math.prod(attrs["shape"])
+    if attrs["dtype"] in (DT_FP16, DT_BF16):
+        return philox_uniform_half(n, attrs["key"], int(ev(attrs["counter"])), attrs["dtype"]).reshape(attrs["shape"])
     u = philox_uniform(n, attrs["key"], int(ev(attrs["counter"])))
     return torch.from_numpy(u).reshape(attrs["shape"]).to(attrs["dtype"].torch())
 

@@ -92,6 +92,19 @@ def test_random_shape_dtype_determinism(op, dtype):
     assert torch.equal(a.reshape(-1), flat[:105])
 
 
+@pytest.mark.parametrize("dtype, bits", [(FP16, 10), (BF16, 7)], ids=str)
+def test_half_uniform_takes_its_mantissa_from_the_low_bits_of_each_philox_output(dtype, bits):
+    """Upstream's st/test_uniform.py golden: an fp16 (bf16) value is ``1.m - 1`` built in that
+    format from the low 10 (7) bits of the 32-bit output, not the fp32 value rounded (which
+    differs in about half the elements)."""
+    u32 = make("uniform", [8, 16], 1234, 1)  # the same outputs as fp32: their low 23 bits
+    low = (u32 + 1.0).view(torch.int32) & 0x7FFFFF
+    want = ((low & ((1 << bits) - 1)).double() / (1 << bits)).to(dtype)  # exact in the format
+    got = make("uniform", [8, 16], 1234, 1, PT[dtype])
+    assert torch.equal(got, want)
+    assert not torch.equal(got, u32.to(dtype))
+
+
 def test_uniform_statistics():
     u = make("uniform", [64, 128], 7, 3)
     assert float(u.min()) >= 0.0 and float(u.max()) < 1.0
