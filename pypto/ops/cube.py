@@ -12,9 +12,9 @@ uses ``scale[.., k // 64, (k % 64) // 32]``. Simplifications of this build:
   scales DT_FP8E8M0, as there; fp4 is not supported. On every machine this build also takes
   DT_INT8, DT_FP16 or DT_BF16 operands (which hold any fp8 value exactly) with DT_FP32 scales (any
   e8m0 power of two is exact), so block-scaled kernels can be tried on the 910B too.
-* ``out_dtype`` is DT_FP16, DT_BF16 or DT_FP32 (upstream's int8 fixpipe re-quantization and
-  ``scale`` / ``scale_tensor`` / ``relu_type`` are not modelled); ``extend_params`` takes
-  ``bias_tensor`` ([N] or [1, N]) only. The product accumulates in fp32.
+* ``out_dtype`` is DT_FP16, DT_BF16, DT_FP32, or DT_INT8 quantised with ``extend_params``'
+  ``scale`` / ``scale_tensor``; ``extend_params`` also takes ``bias_tensor`` and ``relu_type``: the
+  matmul's fixpipe epilogue (`pypto.ops.fixpipe`). The product accumulates in fp32.
 * It tiles like matmul (one AIC op per output tile reading whole-K rows of operands and scales);
   ``enable_split_k`` is ignored for it.
 
@@ -35,12 +35,14 @@ from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeErr
 from ..ir import expr as E
 from ..runtime.machine import current_machine, has_feature
 from .common import check_dtype, dtype_arg, emit, loc, require, same_size, tensor_arg
+from .fixpipe import apply_epilogue, parse_extend_params
 from .matmul import batch_valid, check_fp8_machine, matmul_dims
 from .registry import register
 
 SCALED_MM_IN = (DT_INT8, DT_FP16, DT_BF16, DT_FP8E4M3, DT_FP8E5M2)
 SCALE_DTYPES = (DT_FP32, DT_FP8E8M0)  # e8m0 block scales on the 950; fp32 holds any of them exactly
-SCALED_MM_OUT = (DT_FP16, DT_BF16, DT_FP32)
+SCALED_MM_OUT = (DT_FP16, DT_BF16, DT_FP32, DT_INT8)  # int8: quantised with extend_params' scale
+SCALED_MM_BIAS = (DT_FP16, DT_BF16, DT_FP32)
 MX_BLOCK = 32  # elements along K sharing one scale
 TBMM_VEC_TILE = (1, 128, 128)  # upstream's fixed vector tile inside transposed_batchmatmul
 
@@ -84,20 +86,11 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
     ins = [mat_a, mat_b, scale_a, scale_b]
     attrs = {"a_trans": bool(a_trans), "b_trans": bool(b_trans), "scale_a_trans": bool(scale_a_trans),
              "scale_b_trans": bool(scale_b_trans)}
-    for key, val in (extend_params or {}).items():
-        if key != "bias_tensor":
-            raise DTypeError(f"pypto.scaled_mm: extend_params key '{key}' is not supported by this build",
-                             expected="bias_tensor", got=key, param="extend_params", loc=loc())
-        tensor_arg(val, "scaled_mm", "extend_params['bias_tensor']")
-        check_dtype("scaled_mm", val, "extend_params['bias_tensor']", SCALED_MM_OUT)
-        bshape = val._value.shape
-        if len(bshape) > 2 or not same_size(bshape[-1], n, "pypto.scaled_mm: N of bias_tensor and of the product",
-                                            loc()) or any(
-                not (isinstance(s, int) and s == 1) for s in bshape[:-1]):
-            raise ShapeError("pypto.scaled_mm: bias_tensor must be [N] or [1, N]", expected=f"N = {E.render(n)}",
-                             got=E.render_dims(bshape), param="extend_params['bias_tensor']", loc=loc())
-        attrs["bias"] = len(ins)
-        ins.append(val)
+    # the matmul's fixpipe epilogue (upstream's table 2): bias ([N], [1, N] or [B, 1, N]; fp16 / bf16 /
+    # fp32 whatever the operands), relu, and the int8 quantisation with a scale or a scale_tensor
+    # (int8 operands stand in for fp8 here: only an int8 result quantises, as upstream's table 4)
+    parse_extend_params(extend_params, dt, out_dt, n, batch, ins, attrs, op="scaled_mm", bias_allowed=SCALED_MM_BIAS,
+                        requant=out_dt is DT_INT8)
     vm = a.valid_shape[-1] if a_trans else a.valid_shape[-2]
     vn = b.valid_shape[-2] if b_trans else b.valid_shape[-1]
     return emit("scaled_mm", ins, [(out_dt, (*batch, m, n), (*batch_valid(a, b, batch), vm, vn))], attrs)
@@ -130,11 +123,7 @@ def _scaled_mm(ins, attrs, ev):
         sb = sb.transpose(-3, -2)  # -> [..., N, KB, 2]
     a = a * _block_scales(sa, k, a)
     b = b * _block_scales(sb, k, b.transpose(-1, -2)).transpose(-1, -2)
-    out = torch.matmul(a, b)
-    if "bias" in attrs:
-        bias = ins[attrs["bias"]].float()
-        out = out + bias[..., : out.shape[-1]]
-    return out
+    return apply_epilogue(torch.matmul(a, b), ins, attrs)
 
 
 def transposed_batchmatmul(tensor_a, tensor_b, out_dtype):

@@ -56,23 +56,24 @@ def scale_as_applied(value: float) -> float:
     return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
-def parse_extend_params(extend_params, in_dt, out_dt, n, batch, ins: list, attrs: dict) -> None:
+def parse_extend_params(extend_params, in_dt, out_dt, n, batch, ins: list, attrs: dict,
+                        op: str = "matmul", bias_allowed: tuple | None = None, requant: bool | None = None) -> None:
     """Check ``extend_params`` of a matmul (operands ``in_dt``, result ``out_dt``, N = ``n``,
     batch dims ``batch``), appending operand tensors to ``ins`` and recording the epilogue in
     ``attrs``."""
     params = {k: v for k, v in (extend_params or {}).items() if v is not None}
     for key in params:
         if key not in EXTEND_KEYS:
-            raise DTypeError(f"pypto.matmul: extend_params key '{key}' is not supported",
+            raise DTypeError(f"pypto.{op}: extend_params key '{key}' is not supported",
                              expected=", ".join(EXTEND_KEYS), got=key, param="extend_params", loc=loc())
     if "bias_tensor" in params:
-        bias = _column_operand(params["bias_tensor"], "bias_tensor", n, batch, allow_1d=True)
-        allowed = bias_dtypes(in_dt)
+        bias = _column_operand(params["bias_tensor"], "bias_tensor", n, batch, allow_1d=True, op=op)
+        allowed = bias_allowed if bias_allowed is not None else bias_dtypes(in_dt)
         if bias.dtype not in allowed:
             a2 = (f" (a bf16 bias is not available on A2/A3, the machine simulated here: {current_machine().name};"
                   " the Ascend 950, pypto.set_machine('A5'), takes one)") \
                 if in_dt is DT_BF16 and bias.dtype is DT_BF16 else ""
-            raise DTypeError(f"pypto.matmul: extend_params['bias_tensor'] of {bias.dtype.name} does not suit "
+            raise DTypeError(f"pypto.{op}: extend_params['bias_tensor'] of {bias.dtype.name} does not suit "
                              f"{in_dt.name} operands{a2}", expected=" or ".join(d.name for d in allowed) or "no bias",
                              got=bias.dtype.name, param="extend_params['bias_tensor']", loc=loc())
         attrs["bias"] = len(ins)
@@ -83,72 +84,73 @@ def parse_extend_params(extend_params, in_dt, out_dt, n, batch, ins: list, attrs
             attrs["bias_check"] = (bias_n, n)  # N through a loop index: checked by the leaf at run time
     scale = params.get("scale", 0.0)
     if not isinstance(scale, (int, float)) or isinstance(scale, bool):
-        raise DTypeError("pypto.matmul: extend_params['scale'] must be a number", got=repr(scale),
+        raise DTypeError(f"pypto.{op}: extend_params['scale'] must be a number", got=repr(scale),
                          param="extend_params['scale']", loc=loc())
     has_scale, has_tensor = scale != 0, "scale_tensor" in params
-    if (has_scale or has_tensor) and not is_requant(in_dt, out_dt):
-        raise DTypeError("pypto.matmul: data type mismatch in the fixpipe (pertensor/perchannel) scenario: a scale "
+    requant = is_requant(in_dt, out_dt) if requant is None else requant
+    if (has_scale or has_tensor) and not requant:
+        raise DTypeError(f"pypto.{op}: data type mismatch in the fixpipe (pertensor/perchannel) scenario: a scale "
                          "applies only to a dequantising or quantising matmul",
                          expected="DT_INT8 operands with out_dtype DT_FP16, or out_dtype DT_INT8",
                          got=f"{in_dt.name} operands, out_dtype {out_dt.name}",
                          param="extend_params['scale_tensor']" if has_tensor else "extend_params['scale']",
                          loc=loc())
-    if is_requant(in_dt, out_dt) and not (has_scale or has_tensor):
-        raise DTypeError(f"pypto.matmul: {in_dt.name} operands to out_dtype {out_dt.name} (de)quantise on the way "
+    if requant and not (has_scale or has_tensor):
+        raise DTypeError(f"pypto.{op}: {in_dt.name} operands to out_dtype {out_dt.name} (de)quantise on the way "
                          "out: scale must not be 0.0, or scale_tensor must be given",
                          expected="extend_params with a non-zero 'scale' or a 'scale_tensor'",
                          got=repr(extend_params), param="extend_params", loc=loc())
     if has_scale and has_tensor:
-        raise DTypeError("pypto.matmul: give one of extend_params 'scale' (per tensor) and 'scale_tensor' (per "
+        raise DTypeError(f"pypto.{op}: give one of extend_params 'scale' (per tensor) and 'scale_tensor' (per "
                          "channel)", expected="one of them", got="both", param="extend_params", loc=loc())
     if out_dt is DT_INT8:
         attrs["to_int8"] = True
     if has_scale:
         attrs["scale"] = scale_as_applied(float(scale))
     if has_tensor:
-        t = _column_operand(params["scale_tensor"], "scale_tensor", n, batch, allow_1d=False)
+        t = _column_operand(params["scale_tensor"], "scale_tensor", n, batch, allow_1d=False, op=op)
         if t.dtype not in (DT_INT64, DT_UINT64):
-            raise DTypeError("pypto.matmul: scale_tensor only supports int64 (and uint64) data: the low 32 bits "
+            raise DTypeError(f"pypto.{op}: scale_tensor only supports int64 (and uint64) data: the low 32 bits "
                              "hold a float32 scale (torch_npu.npu_trans_quant_param)", expected="DT_INT64 or DT_UINT64",
                              got=t.dtype.name, param="extend_params['scale_tensor']", loc=loc())
         attrs["scale_tensor"] = len(ins)
         ins.append(t)
     relu = params.get("relu_type", ReLuType.NO_RELU)
     if not isinstance(relu, ReLuType) or relu not in (ReLuType.NO_RELU, ReLuType.RELU):
-        raise DTypeError("pypto.matmul: extend_params['relu_type'] must be a pypto.ReLuType",
+        raise DTypeError(f"pypto.{op}: extend_params['relu_type'] must be a pypto.ReLuType",
                          expected="ReLuType.NO_RELU or ReLuType.RELU", got=repr(relu),
                          param="extend_params['relu_type']", loc=loc())
     if relu == ReLuType.RELU:
         attrs["relu"] = True
     mode = params.get("trans_mode", TransMode.CAST_NONE)
     if isinstance(mode, bool) or mode not in tuple(TransMode):
-        raise DTypeError("pypto.matmul: extend_params['trans_mode'] must be a pypto.TransMode",
+        raise DTypeError(f"pypto.{op}: extend_params['trans_mode'] must be a pypto.TransMode",
                          expected=", ".join(str(m) for m in TransMode), got=repr(mode),
                          param="extend_params['trans_mode']", loc=loc())
     if mode != TransMode.CAST_NONE:
         if in_dt is not DT_FP32:
-            raise DTypeError("pypto.matmul: the param of trans_mode is only supported when input data type is "
+            raise DTypeError(f"pypto.{op}: the param of trans_mode is only supported when input data type is "
                              "DT_FP32", expected="DT_FP32 operands", got=in_dt.name,
                              param="extend_params['trans_mode']", loc=loc())
         attrs["tf32"] = int(mode)
 
 
-def _column_operand(t, name, n, batch, allow_1d):
+def _column_operand(t, name, n, batch, allow_1d, op="matmul"):
     """A per-output-column operand: ``[..., 1, N]`` whose leading dims are 1 or the result's batch
     dims (aligned at the right), or ``[N]`` when ``allow_1d``."""
     param = f"extend_params['{name}']"
-    tensor_arg(t, "matmul", param)
+    tensor_arg(t, op, param)
     shape = t._value.shape
     lead = shape[:-2]
-    ok = same_size(shape[-1], n, f"pypto.matmul: N of {param} and of the product", loc()) and (
+    ok = same_size(shape[-1], n, f"pypto.{op}: N of {param} and of the product", loc()) and (
         len(shape) > 1 or allow_1d) and (
         len(shape) < 2 or (isinstance(shape[-2], int) and shape[-2] == 1)) and len(lead) <= len(batch) and all(
-        (isinstance(s, int) and s == 1) or same_size(s, b, f"pypto.matmul: batch dims of {param} and of the product",
+        (isinstance(s, int) and s == 1) or same_size(s, b, f"pypto.{op}: batch dims of {param} and of the product",
                                                      loc())
         for s, b in zip(lead, batch[len(batch) - len(lead):]))
     if not ok:
         want = "[..., 1, N]" + (" or [N]" if allow_1d else "")
-        raise ShapeError(f"pypto.matmul: {name} must be {want}",
+        raise ShapeError(f"pypto.{op}: {name} must be {want}",
                          expected=f"N = {E.render(n)}, a penultimate dim of 1 and leading dims of 1 or the batch "
                                   f"dims {E.render_dims(batch)}", got=E.render_dims(shape), param=param, loc=loc())
     return t

@@ -190,3 +190,24 @@ def test_an_mx_fp8_scaled_mm_with_e8m0_scales_on_the_950(on_a5):
     error = check_raises(pypto.DTypeError, lambda x, y, p, q: pypto.scaled_mm(x, y, pypto.DT_FP32, p, q),
                          [a, b, sa, sb])
     assert "A5" in str(error)
+
+
+def test_an_mx_scaled_mm_quantised_to_int8_through_the_fixpipe_on_the_950(on_a5):
+    """Upstream's scaled_mm tables 2 and 4: bias, relu and a per-tensor scale, then int8."""
+    m, k, n = 16, 64, 24
+    a, b = _fp8((m, k), E4M3, 9), _fp8((k, n), E4M3, 10)
+    sa = rand((m, 1, 2), torch.float32, lo=0.5, hi=2, seed=11).to(E8M0)
+    sb = rand((1, n, 2), torch.float32, lo=0.5, hi=2, seed=12).to(E8M0)
+    bias = rand((1, n), torch.float32, lo=-4, hi=4, seed=13)
+
+    def body(x, y, p, q, c):
+        return pypto.scaled_mm(x, y, pypto.DT_INT8, p, q, extend_params={
+            "bias_tensor": c, "relu_type": pypto.ReLuType.RELU, "scale": 0.5})
+
+    def want(x, y, p, q, c):
+        return torch.round((torch.relu(_mx_reference(x, y, p, q) + c) * 0.5).clamp(-128, 127))
+
+    check_op(body, [a, b, sa, sb, bias], want, out_dtype=torch.int8)
+    error = check_raises(pypto.DTypeError, lambda x, y, p, q: pypto.scaled_mm(x, y, pypto.DT_INT8, p, q),
+                         [a, b, sa, sb])
+    assert "scale" in str(error) and "scaled_mm" in str(error)
