@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
@@ -156,9 +157,9 @@ def _shared_batch(x):
     return x
 
 
-@register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8))
-def _matmul(ins, attrs, ev):
-    """Matrix product with fp32 (int32) accumulation over the valid K extent."""
+def _operands(ins, attrs, ev):
+    """The two operands as the product reads them: shared batches cut, transposes applied, both
+    cut to the valid K extent (after the run-time K and bias checks)."""
     a, b = _shared_batch(ins[0]), _shared_batch(ins[1])
     if b.dim() > 2 and a.dim() >= b.dim() and all(n == 1 for n in b.shape[:-2]):
         b = b.reshape(b.shape[-2:])  # one matrix: torch folds a's batch into M, one large GEMM
@@ -171,7 +172,41 @@ def _matmul(ins, attrs, ev):
     if attrs["b_trans"]:
         b = b.transpose(-1, -2)
     k = min(a.shape[-1], b.shape[-2])
-    a, b = a.narrow(-1, 0, k), b.narrow(-2, 0, k)
+    return a.narrow(-1, 0, k), b.narrow(-2, 0, k)
+
+
+_EPILOGUE = ("tf32", "bias", "scale", "scale_tensor")  # and relu, to_int8 when set
+
+
+def _matmul_into(ins, attrs, ev, dst):
+    """An fp32 product without epilogue written into ``dst`` (an output's view of its GM tensor;
+    the same numbers as computing it apart) when ``dst`` has the product's shape; None otherwise
+    (the caller computes it the usual way)."""
+    if dst.dtype is not torch.float32 or any(k in attrs for k in _EPILOGUE) or attrs.get("relu") \
+            or attrs.get("to_int8"):
+        return None
+    if ins[0].dtype is not torch.float32 or ins[1].dtype is not torch.float32:
+        return None
+    a, b = _operands(ins, attrs, ev)
+    ba, bb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    n = max(len(ba), len(bb))
+    ba, bb = (1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb
+    if any(x != y and x != 1 and y != 1 for x, y in zip(ba, bb)):
+        return None  # (the usual compute reports it)
+    shape = tuple(y if x == 1 else x for x, y in zip(ba, bb)) + (a.shape[-2], b.shape[-1])
+    if tuple(dst.shape) != shape:
+        return None
+    if ba != bb:  # (torch's matmul into an output is slower than computing apart for broadcast batches)
+        return dst.copy_(torch.matmul(a, b))
+    if not dst.is_contiguous():  # (torch's matmul out= folds batches by viewing the output)
+        return dst.copy_(torch.matmul(a, b))
+    return torch.matmul(a, b, out=dst)
+
+
+@register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8), into=_matmul_into)
+def _matmul(ins, attrs, ev):
+    """Matrix product with fp32 (int32) accumulation over the valid K extent."""
+    a, b = _operands(ins, attrs, ev)
     if a.dtype == torch.int8:
         out = torch.matmul(a.to(torch.int32), b.to(torch.int32))
     elif "tf32" in attrs:
