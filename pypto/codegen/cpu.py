@@ -124,14 +124,27 @@ def _flags(attrs, k):
     return b[k] if b is not None and k < len(b) else None
 
 
-def _into(into, compute, ins, attrs, ev, dst, dt):
+def _into(into, compute, ins, attrs, ev, dst, dt, M=None, i=0):
     """An op whose result is a leaf output: computed straight into ``dst`` (the output's view of its
-    GM tensor) when the result has exactly its shape and dtype, else into a fresh tile as usual."""
-    if dst is not None and dst.dtype is dt:
-        shape = dst.shape
-        if ins[0].shape == shape:
-            for k, x in enumerate(ins):  # (torch refuses out= for an operand that requires grad)
-                if x.requires_grad or (x.shape != shape and not _fits(dst, x, _flags(attrs, k))):
+    GM tensor) when the result has exactly its shape and dtype, else into a fresh tile as usual.
+    The shapes and dtypes of a step's operands are the same at every call (the plan fixes its
+    views), so the verdict is kept in the step's ``M`` ({op index: verdict}, `plan.Step.memo`): the
+    cached call does not compare shapes again; only ``requires_grad`` is looked at each time."""
+    if dst is not None:
+        ok = M.get(i) if M is not None else None
+        if ok is None:
+            ok = dst.dtype is dt and ins[0].shape == dst.shape
+            if ok:
+                shape = dst.shape
+                for k, x in enumerate(ins):
+                    if x.shape != shape and not _fits(dst, x, _flags(attrs, k)):
+                        ok = False
+                        break
+            if M is not None:
+                M[i] = ok
+        if ok:
+            for x in ins:  # (torch refuses out= for an operand that requires grad)
+                if x.requires_grad:
                     return compute(ins, attrs, ev)
             return into(ins, attrs, ev, dst)
     return compute(ins, attrs, ev)
@@ -190,7 +203,7 @@ def _local_names(leaf) -> dict:
 def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
     """(Python source, its constants) of the executable form of ``leaf`` for ``nb`` batch dims."""
     name = f"{leaf.name}{'_' + variant if variant else ''}"
-    lines = [f"def {name}(P, ev, B, S, O=None, W=None):",
+    lines = [f"def {name}(P, ev, B, S, O=None, W=None, M=None):",
              f"    \"\"\"{leaf.core} leaf {leaf.name}{' (' + variant + ' variant)' if variant else ''}: "
              f"P[i] is GM param i as [*B, *tile] ({nb} batch dim{'s' if nb != 1 else ''}).\"\"\"",
              "    out = {}"]
@@ -279,7 +292,8 @@ def _storage_line(line, i, p, consts, into, shaped=False) -> str:
     if p is None:
         return f"{target} = _reuse(T{i}, F{i}, [{args}], A{i}, ev, W, {i}, D{i}[0])"
     helper = "_into_shaped" if shaped else "_into"
-    return f"{target} = {helper}(T{i}, F{i}, [{args}], A{i}, ev, O[{p}] if O is not None else None, D{i}[0])"
+    tail = f", M, {i})" if helper == "_into" else ")"
+    return f"{target} = {helper}(T{i}, F{i}, [{args}], A{i}, ev, O[{p}] if O is not None else None, D{i}[0]{tail}"
 
 
 def _in_place(op, ins, outs, i, last_use, owned, aliased) -> bool:

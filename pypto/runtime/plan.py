@@ -141,7 +141,7 @@ class Step:
     shape ``B``, the created tile shapes ``S``, and the ``tasks`` it runs."""
 
     __slots__ = ("fn", "ev", "B", "S", "ins", "outs", "alias", "tasks", "leaf", "variant", "tiles", "nparams",
-                 "direct", "direct_outs")
+                 "direct", "direct_outs", "memo")
 
     def __init__(self, fn, ev, B, S, ins, outs, alias, tasks, leaf, variant, tiles, nparams):
         self.fn, self.ev, self.B, self.S, self.ins, self.outs = fn, ev, B, S, ins, outs
@@ -156,6 +156,9 @@ class Step:
             v[0] for v in outs if v[1] not in read and out_sids.count(v[1]) == 1
             and all(st != 0 or n <= 1 for n, st in zip(v[2], v[3])))
         self.direct = len(self.direct_outs) == len(outs)
+        # the leaf's verdicts that depend only on this step's views (codegen `_into`), kept for
+        # the next call of the plan
+        self.memo = {}
 
 
 def _evaluator(env, load):
@@ -364,7 +367,7 @@ def run_steps(steps, tensors, scratch=None, direct=True):
         else:
             O = None
         try:
-            res = step.fn(P, step.ev, step.B, step.S, O, scratch[n] if scratch is not None else None)
+            res = step.fn(P, step.ev, step.B, step.S, O, scratch[n] if scratch is not None else None, step.memo)
         except Exception as e:  # a leaf that fails names the op of the user's kernel
             from ..errors import PyptoError
             if isinstance(e, PyptoError):

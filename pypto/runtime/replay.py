@@ -74,8 +74,8 @@ def compile_replay(steps, n_params: int, shares=None):
 
     body = []
     for n, step in enumerate(steps):
-        glob[f"F{n}"], glob[f"E{n}"], glob[f"B{n}"], glob[f"S{n}"], glob[f"L{n}"] = \
-            step.fn, step.ev, step.B, step.S, step.leaf
+        glob[f"F{n}"], glob[f"E{n}"], glob[f"B{n}"], glob[f"S{n}"], glob[f"L{n}"], glob[f"M{n}"] = \
+            step.fn, step.ev, step.B, step.S, step.leaf, step.memo
         P = ["None"] * step.nparams
         for k, v in enumerate(step.ins):
             P[v[0]] = view(v, n, f"i{k}")
@@ -96,7 +96,7 @@ def compile_replay(steps, n_params: int, shares=None):
                 O[v[0]] = outs[k] = made
             body.append(f"    O = [{', '.join(O)}]")
         body.append("    try:")
-        body.append(f"        res = F{n}(P, E{n}, B{n}, S{n}, {'O' if direct else 'None'}, scratch[{n}])")
+        body.append(f"        res = F{n}(P, E{n}, B{n}, S{n}, {'O' if direct else 'None'}, scratch[{n}], M{n})")
         body.append("    except PyptoError:")
         body.append("        raise")
         body.append("    except Exception as e:")
