@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 
+import math
+
 from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_FP16, DT_FP32, DT_INT8, DT_INT32
@@ -175,6 +177,43 @@ def _operands(ins, attrs, ev):
     return a.narrow(-1, 0, k), b.narrow(-2, 0, k)
 
 
+def _outer_product(a, b):
+    """``torch.matmul(a, b)`` when no batch dim is above 1 in both operands (every query block
+    against every key block: each instance of ``a`` meets each instance of ``b``) as one GEMM,
+    ``a``'s batch folded into M and ``b``'s into N, returned as a view in the broadcast result's
+    layout (torch's broadcast matmul expands both and runs one small GEMM per pair). None when
+    the batches are not of that form."""
+    nd = max(a.dim(), b.dim())
+    if nd <= 2:
+        return None
+    sha = (1,) * (nd - a.dim()) + tuple(a.shape)
+    shb = (1,) * (nd - b.dim()) + tuple(b.shape)
+    da = [d for d in range(nd - 2) if sha[d] > 1]
+    db = [d for d in range(nd - 2) if shb[d] > 1]
+    if not da or not db or set(da) & set(db):
+        return None
+    a, b = a.reshape(sha), b.reshape(shb)
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    sa, sb = [a.shape[d] for d in da], [b.shape[d] for d in db]
+    lhs = a.reshape(math.prod(sa) * m, k)
+    rhs = b.reshape(math.prod(sb), k, n).permute(1, 0, 2).reshape(k, math.prod(sb) * n)
+    r = torch.matmul(lhs, rhs).view(*sa, m, *sb, n)
+    # r: a's batch dims, m, b's batch dims, n -> every batch dim in its place, then m, n
+    pos = {d: i for i, d in enumerate(da)}
+    pos.update({d: len(da) + 1 + i for i, d in enumerate(db)})
+    r = r.permute([pos[d] for d in sorted(pos)] + [len(da), len(da) + 1 + len(db)])
+    for d in range(nd - 2):  # the batch dims neither operand has above 1, back in place
+        if a.shape[d] == 1 and b.shape[d] == 1:
+            r = r.unsqueeze(d)
+    return r
+
+
+def _product(a, b):
+    """``torch.matmul(a, b)``, an outer product of batches as one GEMM (`_outer_product`)."""
+    r = _outer_product(a, b)
+    return torch.matmul(a, b) if r is None else r
+
+
 _EPILOGUE = ("tf32", "bias", "scale", "scale_tensor")  # and relu, to_int8 when set
 
 
@@ -197,7 +236,7 @@ def _matmul_into(ins, attrs, ev, dst):
     if tuple(dst.shape) != shape:
         return None
     if ba != bb:  # (torch's matmul into an output is slower than computing apart for broadcast batches)
-        return dst.copy_(torch.matmul(a, b))
+        return dst.copy_(_product(a, b))
     if not dst.is_contiguous():  # (torch's matmul out= folds batches by viewing the output)
         return dst.copy_(torch.matmul(a, b))
     return torch.matmul(a, b, out=dst)
@@ -215,5 +254,5 @@ def _matmul(ins, attrs, ev):
           and a.dtype in (torch.float16, torch.bfloat16)):
         return torch.matmul(a, b)
     else:  # fp32 accumulation; the leaf rounds once to the declared dtype
-        out = torch.matmul(a.float(), b.float())
+        out = _product(a.float(), b.float())
     return apply_epilogue(out, ins, attrs)

@@ -28,6 +28,7 @@ from .memory_budget import require_fits
 from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
+from .copy_forward import forward_reshape_copies
 from .reduction_fold import fold_split_reductions
 from .replay import compile_replay
 from .regions import RegionIndex
@@ -54,8 +55,9 @@ class CallPlan:
     def __init__(self, layout, steps, stream, done, returns, final_env, info):
         self.layout, self.steps, self.stream, self.done = layout, steps, stream, done
         # what the call runs: the steps with each split reduction that one step computes whole
-        # folded into its combine (reduction_fold.py); ``steps`` stays the plan of the tasks
-        self.folded = fold_split_reductions(steps, layout)
+        # folded into its combine (reduction_fold.py), and the readers of a reshape's copy reading
+        # its source (copy_forward.py); ``steps`` stays the plan of the tasks
+        self.folded = forward_reshape_copies(fold_split_reductions(steps, layout), layout)
         self.returns, self.final_env, self.info = returns, final_env, info
         self.head = (done, info)  # what `LoweredExecutor.last` gives after a call of this plan
         # (workspaces, per-step temporaries) of the last call, reused by the next one as far as

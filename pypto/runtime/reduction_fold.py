@@ -8,11 +8,14 @@ the next step that touches them is the combine, the combine's leaf can read the 
 seen with the dim whole, and reduce it in one go: the step of the partials goes, and one
 reduction over contiguous rows replaces a strided one and a second small one.
 
-The numbers: a maximum or minimum is exact in any order; an fp32 sum is summed in another order
-(its last bits may change: torch's own order differs from the device's anyway). Only reductions
-whose partials have the operand's own dtype fold, so a half-precision operand (fp32 partials)
-keeps its rounding points. The partial workspace is then not written by the call: nothing reads
-it (that is checked), but the lab's memory view of it shows what its slab held before.
+The numbers are the same. A maximum or minimum is exact in any order. A sum folds only where its
+partials are the elements themselves (tiles one element wide along the dim, as flash attention's
+row sums of ``(BQ, 1)`` tiles) laid out as the operand is (the same sizes and strides): torch
+then adds the same values in the same order. Any other split sum keeps its partials: one sum over
+the whole dim would change its last bits, and the serial execution mode
+(`debug.serial_execution`, one task at a time) is checked to give the very numbers of the batched
+one. Only partials of the operand's own dtype fold (a half-precision operand's are fp32). The partial workspace of a folded reduction is not written by the call: nothing reads it
+(that is checked), but the lab's memory view of it shows what its slab held before.
 
 The tasks, and so the simulated timing, are those of the program: only the numeric steps change.
 """
@@ -21,10 +24,11 @@ from __future__ import annotations
 
 from .plan import Step
 
-FOLDED = ("amax", "amin", "sum")
+FOLDED = ("amax", "amin", "sum")  # a sum only where it is exact (see the module docstring)
 
 
-def _dtype_of(sid, layout):
+def storage_dtype(sid, layout):
+    """The torch dtype of storage ``sid`` (a parameter or a workspace slab)."""
     if sid < layout.n_params:
         return layout.lowered.program.params[sid].value.dtype.torch()
     return layout.slabs[sid - layout.n_params][1]
@@ -98,14 +102,51 @@ def _merged_view(partial, combine_in, nb_p, nb_c, dim_p, dim_c):
     return tuple(size), tuple(stride), xoff
 
 
+def _span(v) -> tuple:
+    """The first and last element a view addresses in its storage (strides are never negative)."""
+    _, _, size, stride, off = v
+    if not all(size):
+        return off, off - 1  # empty
+    return off, off + sum((n - 1) * st for n, st in zip(size, stride))
+
+
+def _meets(a, b) -> bool:
+    """Do views ``a`` and ``b`` of one storage share an element? Exact for two views of one box
+    shape (the same sizes and strides, in any order) whose dims nest (each stride beyond the reach
+    of the smaller ones: the instances of one workspace value, interleaved or not); otherwise by
+    their spans (which may answer yes for views that share nothing: the fold is then not made)."""
+    sa, sb = _span(a), _span(b)
+    if not (sa[0] <= sb[1] and sb[0] <= sa[1]):
+        return False
+    dims = sorted((st, n) for n, st in zip(a[2], a[3]) if n > 1)
+    if dims != sorted((st, n) for n, st in zip(b[2], b[3]) if n > 1):
+        return True  # (one box seen with its dims in another order counts as one shape)
+    reach = [0]  # reach[k]: the largest |sum of d_j * stride_j| over the dims before k
+    for st, n in dims:
+        if st <= reach[-1]:
+            return True  # not nested: an element may be reached two ways
+        reach.append(reach[-1] + (n - 1) * st)
+
+    def hit(delta, k):  # is delta = sum of d_j * stride_j, |d_j| < size_j, over dims[:k]?
+        if k == 0:
+            return delta == 0
+        st, n = dims[k - 1]
+        lo, hi = -((reach[k - 1] - delta) // st), (delta + reach[k - 1]) // st  # |delta - d st| <= reach
+        return any(hit(delta - d * st, k - 1) for d in range(max(lo, 1 - n), min(hi, n - 1) + 1))
+
+    return hit(b[4] - a[4], len(dims))
+
+
 def fold_split_reductions(steps, layout) -> list:
     """``steps`` with each foldable (partials, combine) pair made one step: the combine's leaf on
     the operand itself (see the module docstring). The others are returned as they are."""
     leaves = layout.lowered.leaves
-    touched: dict = {}  # storage -> indices of the steps reading or writing it
+    access: dict = {}  # workspace storage -> [(step index, is write, view)] in step order
     for n, s in enumerate(steps):
-        for v in (*s.ins, *s.outs):
-            touched.setdefault(v[1], set()).add(n)
+        for w, views in ((False, s.ins), (True, s.outs)):
+            for v in views:
+                if v[1] >= layout.n_params:
+                    access.setdefault(v[1], []).append((n, w, v))
     out = list(steps)
     drop = set()
     for n, sp in enumerate(steps):
@@ -116,12 +157,19 @@ def fold_split_reductions(steps, layout) -> list:
         kind, dim_p = found
         x, part = sp.ins[0], sp.outs[0]
         sid_x, sid_part = x[1], part[1]
-        if sid_part < layout.n_params or _dtype_of(sid_x, layout) != _dtype_of(sid_part, layout):
+        if sid_part < layout.n_params or sid_x == sid_part or \
+                storage_dtype(sid_x, layout) != storage_dtype(sid_part, layout):
             continue
-        users = sorted(touched[sid_part] - {n})
-        if len(users) != 1 or users[0] < n:
+        # the partials' later accesses: the first must be the combine's read, and no other step may
+        # read them before they are written again whole (the next loop iteration's partials)
+        later = [(c, w, v) for c, w, v in access[sid_part] if c > n and _meets(v, part)]
+        if not later or later[0][1]:
             continue
-        c = users[0]
+        c = later[0][0]
+        rest = [(w, v) for c2, w, v in later if c2 != c]
+        until = next((k for k, (w, v) in enumerate(rest) if w and v[1:] == part[1:]), len(rest))
+        if any(not w for w, _ in rest[:until]):
+            continue
         sc = out[c]
         if any(v[1] == sid_x for s in steps[n + 1:c + 1] for v in s.outs):
             continue  # the operand is written before the combine would read it
@@ -135,14 +183,15 @@ def fold_split_reductions(steps, layout) -> list:
         merged = _merged_view((x, part), ins[0], len(sp.B), len(sc.B), dim_p, comb[1])
         if merged is None:
             continue
+        if kind == "sum" and (x[2][len(sp.B) + dim_p] != 1 or merged[:2] != tuple(ins[0][2:4])):
+            continue  # a sum of several elements per partial, or laid out otherwise: other last bits
         size, stride, off = merged
         new_ins = [(v[0], sid_x, size, stride, off) if v is ins[0] else v for v in sc.ins]
         read = {v[1] for v in new_ins}
         out[c] = Step(sc.fn, sc.ev, sc.B, sc.S, new_ins, sc.outs, any(v[1] in read for v in sc.outs),
                       sp.tasks + sc.tasks, sc.leaf, sc.variant, sc.tiles, sc.nparams)
-        touched.setdefault(sid_x, set()).add(c)
         drop.add(n)
     return [s for n, s in enumerate(out) if n not in drop]
 
 
-__all__ = ["fold_split_reductions"]
+__all__ = ["fold_split_reductions", "storage_dtype"]
