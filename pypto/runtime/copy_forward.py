@@ -5,7 +5,7 @@ blocks is a GM -> GM reshape per (query block, key block): flash attention's key
 are copied once per query block into workspaces (8 MiB each per call at S=1024), and the matmuls
 read those copies, so for them every query block has its own key block and they run one small
 GEMM per pair. When a step only reshapes (its leaf is one ``reshape`` of a param, dropping or
-adding unit dims) and a later step reads exactly what it wrote, that reader is given the step's
+adding unit dims) and a later step reads a block of what it wrote, that reader is given the step's
 source view instead: the same values (nothing writes the source in between: checked), with the
 source's strides, so a key block shared by all query blocks shows as one (a stride-0 dim) and the
 matmul multiplies it once (ops/matmul.py `_shared_batch`, `_outer_product`).
@@ -76,7 +76,8 @@ def forward_reshape_copies(steps, layout) -> list:
         if leaf is None or len(s.ins) != 1 or len(s.outs) != 1 or not _reshape_leaf(leaf):
             continue
         src, dst = s.ins[0], s.outs[0]
-        if dst[1] < layout.n_params or src[1] == dst[1] or storage_dtype(src[1], layout) != storage_dtype(dst[1], layout):
+        if dst[1] < layout.n_params or src[1] == dst[1] or \
+                storage_dtype(src[1], layout) != storage_dtype(dst[1], layout):
             continue
         strides = _source_strides(src, dst)
         if strides is None:

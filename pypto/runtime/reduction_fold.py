@@ -14,8 +14,9 @@ row sums of ``(BQ, 1)`` tiles) laid out as the operand is (the same sizes and st
 then adds the same values in the same order. Any other split sum keeps its partials: one sum over
 the whole dim would change its last bits, and the serial execution mode
 (`debug.serial_execution`, one task at a time) is checked to give the very numbers of the batched
-one. Only partials of the operand's own dtype fold (a half-precision operand's are fp32). The partial workspace of a folded reduction is not written by the call: nothing reads it
-(that is checked), but the lab's memory view of it shows what its slab held before.
+one. Only partials of the operand's own dtype fold (a half-precision operand's are fp32). The
+partial workspace of a folded reduction is not written by the call: nothing reads it (that is
+checked), but the lab's memory view of it shows what its slab held before.
 
 The tasks, and so the simulated timing, are those of the program: only the numeric steps change.
 """
