@@ -28,6 +28,7 @@ from .names import identifier_part
 _HALF = ("fp16", "bf16")
 MOVES = ("copy_in", "copy_out", "l1_to_l0a", "l1_to_l0b")
 CREATES = ("full", "tensor", "expand_clone")
+SHAPED = ("sum", "amax", "amin", "matmul")  # results of another shape than the first operand's
 
 
 def shift_attrs(attrs, nb: int = 1) -> dict:
@@ -103,26 +104,62 @@ def _reshape_batch(compute, x, attrs, ev, out_dtypes, B):
     return (r if r.dtype == out_dtypes[0] else r.to(out_dtypes[0]),)
 
 
-def _fits(x, y) -> bool:
-    """Does ``y`` broadcast to ``x``'s shape without growing it?"""
+def _fits(x, y, flags) -> bool:
+    """Does ``y`` broadcast to ``x``'s shape the way the op broadcasts it? ``flags`` are the op's
+    ``bcast`` flags of ``y`` (shifted past the batch dims): a size-1 dim of ``y`` stretches only
+    where the op broadcasts it. Elsewhere it is a tail tile cropped to its valid extent, and the op
+    (`elementwise.align_valid`) crops its result there too: computed into ``x``, torch would
+    instead broadcast it over rows the program never writes."""
     xs, ys = x.shape, y.shape
     if xs == ys:
         return True
-    if len(ys) > len(xs):
+    if len(ys) != len(xs) or flags is None or len(flags) != len(xs):
         return False
-    return all(b == 1 or b == a for a, b in zip(xs[len(xs) - len(ys):], ys))
+    return all(b == a or (b == 1 and f) for a, b, f in zip(xs, ys, flags))
 
 
-def _into(into, compute, ins, attrs, ev, dst, dt):
+def _flags(attrs, k):
+    """The op's ``bcast`` flags of operand ``k`` (None for an op without them)."""
+    b = attrs.get("bcast")
+    return b[k] if b is not None and k < len(b) else None
+
+
+def _into(into, compute, ins, attrs, ev, dst, dt, M=None, i=0):
     """An op whose result is a leaf output: computed straight into ``dst`` (the output's view of its
-    GM tensor) when the result has exactly its shape and dtype, else into a fresh tile as usual."""
-    if dst is not None and dst.dtype is dt:
-        shape = dst.shape
-        if ins[0].shape == shape:
+    GM tensor) when the result has exactly its shape and dtype, else into a fresh tile as usual.
+    The shapes and dtypes of a step's operands are the same at every call (the plan fixes its
+    views), so the verdict is kept in the step's ``M`` ({op index: verdict}, `plan.Step.memo`): the
+    cached call does not compare shapes again; only ``requires_grad`` is looked at each time."""
+    if dst is not None:
+        ok = M.get(i) if M is not None else None
+        if ok is None:
+            ok = dst.dtype is dt and ins[0].shape == dst.shape
+            if ok:
+                shape = dst.shape
+                for k, x in enumerate(ins):
+                    if x.shape != shape and not _fits(dst, x, _flags(attrs, k)):
+                        ok = False
+                        break
+            if M is not None:
+                M[i] = ok
+        if ok:
             for x in ins:  # (torch refuses out= for an operand that requires grad)
-                if x.requires_grad or (x.shape != shape and not _fits(dst, x)):
+                if x.requires_grad:
                     return compute(ins, attrs, ev)
             return into(ins, attrs, ev, dst)
+    return compute(ins, attrs, ev)
+
+
+def _into_shaped(into, compute, ins, attrs, ev, dst, dt):
+    """`_into` for an op whose result has another shape than its first operand (a reduction, a
+    matmul): its ``into`` checks the shape and answers None when it cannot write ``dst``."""
+    if dst is not None and dst.dtype is dt:
+        for x in ins:  # (torch refuses out= for an operand that requires grad)
+            if x.requires_grad:
+                return compute(ins, attrs, ev)
+        r = into(ins, attrs, ev, dst)
+        if r is not None:
+            return r
     return compute(ins, attrs, ev)
 
 
@@ -134,8 +171,8 @@ def _reuse(into, compute, ins, attrs, ev, W, i, dt):
         return compute(ins, attrs, ev)
     buf = W.get(i)
     if buf is not None and ins[0].shape == buf.shape:
-        for x in ins:
-            if x.requires_grad or not _fits(buf, x):
+        for k, x in enumerate(ins):
+            if x.requires_grad or not _fits(buf, x, _flags(attrs, k)):
                 break
         else:
             return into(ins, attrs, ev, buf)
@@ -146,7 +183,8 @@ def _reuse(into, compute, ins, attrs, ev, W, i, dt):
 
 
 RUNTIME = {"_gather": _gather, "_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole,
-           "_reshape_batch": _reshape_batch, "_fits": _fits, "_into": _into, "_reuse": _reuse, "torch": torch}
+           "_reshape_batch": _reshape_batch, "_fits": _fits, "_into": _into, "_into_shaped": _into_shaped,
+           "_reuse": _reuse, "torch": torch}
 
 
 def _local_names(leaf) -> dict:
@@ -165,7 +203,7 @@ def _local_names(leaf) -> dict:
 def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
     """(Python source, its constants) of the executable form of ``leaf`` for ``nb`` batch dims."""
     name = f"{leaf.name}{'_' + variant if variant else ''}"
-    lines = [f"def {name}(P, ev, B, S, O=None, W=None):",
+    lines = [f"def {name}(P, ev, B, S, O=None, W=None, M=None):",
              f"    \"\"\"{leaf.core} leaf {leaf.name}{' (' + variant + ' variant)' if variant else ''}: "
              f"P[i] is GM param i as [*B, *tile] ({nb} batch dim{'s' if nb != 1 else ''}).\"\"\"",
              "    out = {}"]
@@ -223,7 +261,10 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
             lines.append(f"    del {', '.join(dead)}")
     for root in set(roots.values()):
         line, i = root
-        lines[line] = _storage_line(lines[line], i, claimed.get(root), consts, REGISTRY[leaf.ops[i].kind].into)
+        kind = leaf.ops[i].kind
+        if kind in SHAPED and claimed.get(root) is None:  # a temporary: no tile kept for it
+            continue
+        lines[line] = _storage_line(lines[line], i, claimed.get(root), consts, REGISTRY[kind].into, kind in SHAPED)
     lines.append("    return out")
     return "\n".join(lines) + "\n", consts
 
@@ -239,7 +280,7 @@ def _can_write_direct(op, outs, nb) -> bool:
         and all(len(a.shape) == len(op.outputs[0].shape) for a in op.inputs)
 
 
-def _storage_line(line, i, p, consts, into) -> str:
+def _storage_line(line, i, p, consts, into, shaped=False) -> str:
     """The line of op ``i`` (``X = F{i}([...], A{i}, ev)``) rewritten to compute into output ``p``'s
     view when the runtime passes one (``O``), or (``p`` None: a temporary) into the tile the op
     made at the step's previous call, kept in ``W``."""
@@ -250,7 +291,9 @@ def _storage_line(line, i, p, consts, into) -> str:
     consts[f"T{i}"] = into
     if p is None:
         return f"{target} = _reuse(T{i}, F{i}, [{args}], A{i}, ev, W, {i}, D{i}[0])"
-    return f"{target} = _into(T{i}, F{i}, [{args}], A{i}, ev, O[{p}] if O is not None else None, D{i}[0])"
+    helper = "_into_shaped" if shaped else "_into"
+    tail = f", M, {i})" if helper == "_into" else ")"
+    return f"{target} = {helper}(T{i}, F{i}, [{args}], A{i}, ev, O[{p}] if O is not None else None, D{i}[0]{tail}"
 
 
 def _in_place(op, ins, outs, i, last_use, owned, aliased) -> bool:
@@ -273,7 +316,7 @@ def _in_place_lines(i, op, ins, outs, consts, nb) -> list:
     call = f"I{i}([{', '.join(ins)}], A{i}, ev)"
     if len(ins) == 1:
         return [f"    {outs[0]} = {call}  # in place"]
-    return [f"    if _fits({ins[0]}, {ins[1]}): {outs[0]} = {call}  # in place",
+    return [f"    if _fits({ins[0]}, {ins[1]}, A{i}['bcast'][1]): {outs[0]} = {call}  # in place",
             f"    else: {lines[0].strip()}"]
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+
+import math
+
 from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_FP8E4M3, DT_FP8E5M2, DT_FP16, DT_FP32, DT_INT8, DT_INT32, FP8_DTYPES
@@ -172,9 +175,9 @@ def _shared_batch(x):
     return x
 
 
-@register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8, DT_FP8E4M3, DT_FP8E5M2))
-def _matmul(ins, attrs, ev):
-    """Matrix product with fp32 (int32) accumulation over the valid K extent."""
+def _operands(ins, attrs, ev):
+    """The two operands as the product reads them: shared batches cut, transposes applied, both
+    cut to the valid K extent (after the run-time K and bias checks)."""
     a, b = _shared_batch(ins[0]), _shared_batch(ins[1])
     if b.dim() > 2 and a.dim() >= b.dim() and all(n == 1 for n in b.shape[:-2]):
         b = b.reshape(b.shape[-2:])  # one matrix: torch folds a's batch into M, one large GEMM
@@ -187,7 +190,79 @@ def _matmul(ins, attrs, ev):
     if attrs["b_trans"]:
         b = b.transpose(-1, -2)
     k = min(a.shape[-1], b.shape[-2])
-    a, b = a.narrow(-1, 0, k), b.narrow(-2, 0, k)
+    return a.narrow(-1, 0, k), b.narrow(-2, 0, k)
+
+
+def _outer_product(a, b):
+    """``torch.matmul(a, b)`` when no batch dim is above 1 in both operands (every query block
+    against every key block: each instance of ``a`` meets each instance of ``b``) as one GEMM,
+    ``a``'s batch folded into M and ``b``'s into N, returned as a view in the broadcast result's
+    layout (torch's broadcast matmul expands both and runs one small GEMM per pair). None when
+    the batches are not of that form."""
+    nd = max(a.dim(), b.dim())
+    if nd <= 2:
+        return None
+    sha = (1,) * (nd - a.dim()) + tuple(a.shape)
+    shb = (1,) * (nd - b.dim()) + tuple(b.shape)
+    da = [d for d in range(nd - 2) if sha[d] > 1]
+    db = [d for d in range(nd - 2) if shb[d] > 1]
+    if not da or not db or set(da) & set(db):
+        return None
+    a, b = a.reshape(sha), b.reshape(shb)
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    sa, sb = [a.shape[d] for d in da], [b.shape[d] for d in db]
+    lhs = a.reshape(math.prod(sa) * m, k)
+    rhs = b.reshape(math.prod(sb), k, n).permute(1, 0, 2).reshape(k, math.prod(sb) * n)
+    r = torch.matmul(lhs, rhs).view(*sa, m, *sb, n)
+    # r: a's batch dims, m, b's batch dims, n -> every batch dim in its place, then m, n
+    pos = {d: i for i, d in enumerate(da)}
+    pos.update({d: len(da) + 1 + i for i, d in enumerate(db)})
+    r = r.permute([pos[d] for d in sorted(pos)] + [len(da), len(da) + 1 + len(db)])
+    for d in range(nd - 2):  # the batch dims neither operand has above 1, back in place
+        if a.shape[d] == 1 and b.shape[d] == 1:
+            r = r.unsqueeze(d)
+    return r
+
+
+def _product(a, b):
+    """``torch.matmul(a, b)``, an outer product of batches as one GEMM (`_outer_product`)."""
+    r = _outer_product(a, b)
+    return torch.matmul(a, b) if r is None else r
+
+
+_EPILOGUE = ("tf32", "bias", "scale", "scale_tensor")  # and relu, to_int8 when set
+
+
+def _matmul_into(ins, attrs, ev, dst):
+    """An fp32 product without epilogue written into ``dst`` (an output's view of its GM tensor;
+    the same numbers as computing it apart) when ``dst`` has the product's shape; None otherwise
+    (the caller computes it the usual way)."""
+    if dst.dtype is not torch.float32 or any(k in attrs for k in _EPILOGUE) or attrs.get("relu") \
+            or attrs.get("to_int8"):
+        return None
+    if ins[0].dtype is not torch.float32 or ins[1].dtype is not torch.float32:
+        return None
+    a, b = _operands(ins, attrs, ev)
+    ba, bb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    n = max(len(ba), len(bb))
+    ba, bb = (1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb
+    if any(x != y and x != 1 and y != 1 for x, y in zip(ba, bb)):
+        return None  # (the usual compute reports it)
+    shape = tuple(y if x == 1 else x for x, y in zip(ba, bb)) + (a.shape[-2], b.shape[-1])
+    if tuple(dst.shape) != shape:
+        return None
+    if ba != bb:  # (torch's matmul into an output is slower than computing apart for broadcast batches)
+        return dst.copy_(_product(a, b))
+    if not dst.is_contiguous():  # (torch's matmul out= folds batches by viewing the output)
+        return dst.copy_(torch.matmul(a, b))
+    return torch.matmul(a, b, out=dst)
+
+
+@register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8, DT_FP8E4M3, DT_FP8E5M2),
+          into=_matmul_into)
+def _matmul(ins, attrs, ev):
+    """Matrix product with fp32 (int32) accumulation over the valid K extent."""
+    a, b = _operands(ins, attrs, ev)
     if a.dtype == torch.int8:
         out = torch.matmul(a.to(torch.int32), b.to(torch.int32))
     elif "tf32" in attrs:
@@ -196,5 +271,5 @@ def _matmul(ins, attrs, ev):
           and a.dtype in (torch.float16, torch.bfloat16)):
         return torch.matmul(a, b)
     else:  # fp32 accumulation; the leaf rounds once to the declared dtype
-        out = torch.matmul(a.float(), b.float())
+        out = _product(a.float(), b.float())
     return apply_epilogue(out, ins, attrs)

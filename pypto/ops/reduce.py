@@ -79,9 +79,26 @@ def dim_reduce_compute(name: str, what: str):
     return compute
 
 
-register("sum", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)(dim_reduce_compute("sum", "Sum"))
-register("amax", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)(dim_reduce_compute("amax", "Maximum"))
-register("amin", kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES)(dim_reduce_compute("amin", "Minimum"))
+def dim_reduce_into(name: str):
+    """``torch.<name>(x, dim, keepdim, out=dst)``: the reduction written into ``dst``, an output's
+    view of its GM tensor (the same numbers as computing it apart), when ``dst`` has the result's
+    shape and ``x``'s float dtype; None otherwise (the caller computes it the usual way)."""
+
+    def into(ins, attrs, ev, dst):
+        x, d = ins[0], attrs["dim"]
+        if x.dtype is not dst.dtype or not x.dtype.is_floating_point or x.shape[d] == 0 or not attrs["keepdim"]:
+            return None
+        shape = list(x.shape)
+        shape[d] = 1
+        if list(dst.shape) != shape:
+            return None
+        return getattr(torch, name)(x, dim=d, keepdim=True, out=dst)
+    return into
+
+
+for _name, _what in (("sum", "Sum"), ("amax", "Maximum"), ("amin", "Minimum")):
+    register(_name, kind="vector", fp32_math=True, dtypes=REDUCE_DTYPES,
+             into=dim_reduce_into(_name))(dim_reduce_compute(_name, _what))
 
 
 def softmax(input, dim=-1):

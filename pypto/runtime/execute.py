@@ -28,6 +28,8 @@ from .memory_budget import require_fits
 from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
+from .copy_forward import forward_reshape_copies
+from .reduction_fold import fold_split_reductions
 from .replay import compile_replay
 from .regions import RegionIndex
 from .workspace_budget import WorkspaceBudget
@@ -48,11 +50,16 @@ class CallPlan:
     """Everything about a call that depends only on the sizes."""
 
     __slots__ = ("layout", "steps", "stream", "done", "returns", "final_env", "info", "spare", "_last",
-                 "replay", "runs", "__weakref__")
+                 "replay", "runs", "folded", "head", "__weakref__")
 
     def __init__(self, layout, steps, stream, done, returns, final_env, info):
         self.layout, self.steps, self.stream, self.done = layout, steps, stream, done
+        # what the call runs: the steps with each split reduction that one step computes whole
+        # folded into its combine (reduction_fold.py), and the readers of a reshape's copy reading
+        # its source (copy_forward.py); ``steps`` stays the plan of the tasks
+        self.folded = forward_reshape_copies(fold_split_reductions(steps, layout), layout)
         self.returns, self.final_env, self.info = returns, final_env, info
+        self.head = (done, info)  # what `LoweredExecutor.last` gives after a call of this plan
         # (workspaces, per-step temporaries) of the last call, reused by the next one as far as
         # the kernel's workspace budget allows (workspace_budget.py); None while a call has them
         self.spare = None
@@ -70,8 +77,8 @@ class CallPlan:
             return
         self.runs += 1
         if self.runs == 2 and direct:  # (None for a plan of too many steps: it keeps the interpreter)
-            self.replay = compile_replay(self.steps, self.layout.n_params, shares)
-        run_steps(self.steps, work, scratch, direct=direct)
+            self.replay = compile_replay(self.folded, self.layout.n_params, shares)
+        run_steps(self.folded, work, scratch, direct=direct)
 
     def offer(self, slabs, scratch) -> list:
         """Item sizes for the budget: the workspaces (one item), then each temporary."""
@@ -230,6 +237,26 @@ class LoweredExecutor:
             views = replay.views(tensors, True)
             if views is None:
                 return DECLINED
+            taken = plan.spare
+            if taken is not None and taken[0] is None and not plan.layout.slabs and self._viewing is plan \
+                    and not any(taken[1]):
+                # no workspace, no temporary kept, the views of the last call: `_execute` reduced to
+                # what such a call does (the one-tile kernel's whole cost is this bookkeeping)
+                plan.spare = None
+                try:
+                    self._plans.move_to_end(key)
+                except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
+                    pass
+                scratch = taken[1]
+                replay(tensors, views, scratch)
+                if any(scratch):
+                    self.budget.keep(plan, plan.offer([], scratch))
+                else:
+                    plan.spare = taken
+                self._mine.call = [plan.head, plan.stream, None, plan.layout, tensors, ()]  # see _ran
+                if not plan.returns:
+                    return None if plan.returns is None else []
+                return [self._result(v, tensors, self.last_memory, plan.final_env) for v in plan.returns]
         else:
             shared = self._shares_written
             if shared is not None and shared(tensors):
@@ -254,7 +281,7 @@ class LoweredExecutor:
         elif slabs:
             layout.refill(slabs)
         if scratch is None:
-            scratch = [{} for _ in plan.steps]
+            scratch = [{} for _ in plan.folded]
         work = tensors + slabs if slabs else list(tensors)
         viewing = self._viewing
         if viewing is not plan:  # the views kept of the caller's tensors: the last plan's only
@@ -269,7 +296,7 @@ class LoweredExecutor:
             self.budget.keep(plan, plan.offer(slabs, scratch))
         else:  # nothing to keep: the next call takes the same (empty) scratch, no bytes counted
             plan.spare = (None, scratch)
-        self._mine.call = [(plan.done, plan.info), plan.stream, None, layout, work, same]  # see _ran
+        self._mine.call = [plan.head, plan.stream, None, layout, work, same]  # see _ran
         if not plan.returns:
             return None if plan.returns is None else []
         memory = self.last_memory

@@ -22,7 +22,7 @@ _HALF = ("fp16", "bf16")
 
 class LeafInterpreter:
     """Stands where `codegen.cpu.LeafExecutable` stands: ``for_batch(nb)`` is a function
-    ``(P, ev, B, S, O=None, W=None) -> {param index: result}`` that interprets ``leaf``'s ops."""
+    ``(P, ev, B, S, O=None, W=None, M=None) -> {param index: result}`` that interprets ``leaf``'s ops."""
 
     def __init__(self, leaf):
         self.leaf = leaf
@@ -39,7 +39,7 @@ class LeafInterpreter:
     def __call__(self, P, ev, B, S=None):
         return self.for_batch(len(B))(P, ev, tuple(B), S or {})
 
-    def _run(self, attrs, P, ev, B, S, O=None, W=None):  # noqa: ARG002 - O, W: the generated code's economies
+    def _run(self, attrs, P, ev, B, S, O=None, W=None, M=None):  # noqa: ARG002 - O, W, M: the generated code's economies
         leaf = self.leaf
         param_of = leaf.param_of
         local, out = {}, {}

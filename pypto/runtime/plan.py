@@ -12,8 +12,11 @@ dimensions. A step addresses each operand as one strided view of its GM tensor:
   call on the whole region, tails included; other grid axes stay batch dims, with the full tiles
   and the tail tile as separate pieces.
 
-No tile is copied to gather it; one ``copy_`` per output scatters the results. The plan depends
-only on the sizes, so a cached call with the same sizes replays it (execute.py).
+No tile is copied to gather it. An output whose storage the step does not read gets its view
+handed to the leaf, whose ops compute into it (elementwise ops, reductions, fp32 matmuls); the
+others (a running maximum read and written by one step, results of ops without such a form) are
+copied into their views after the leaf. The plan depends only on the sizes, so a cached call with
+the same sizes replays it (execute.py).
 """
 
 from __future__ import annotations
@@ -138,17 +141,24 @@ class Step:
     shape ``B``, the created tile shapes ``S``, and the ``tasks`` it runs."""
 
     __slots__ = ("fn", "ev", "B", "S", "ins", "outs", "alias", "tasks", "leaf", "variant", "tiles", "nparams",
-                 "direct")
+                 "direct", "direct_outs", "memo")
 
     def __init__(self, fn, ev, B, S, ins, outs, alias, tasks, leaf, variant, tiles, nparams):
         self.fn, self.ev, self.B, self.S, self.ins, self.outs = fn, ev, B, S, ins, outs
         self.alias, self.tasks, self.leaf, self.variant, self.tiles = alias, tasks, leaf, variant, tiles
         self.nparams = nparams
-        # the leaf may write its outputs' views directly: nothing it reads shares their storage, no
-        # two outputs share one, and no view repeats an element (a stride-0 dim)
+        # the outputs the leaf may write in their views directly: nothing the step reads shares
+        # their storage, no other output does, and no view repeats an element (a stride-0 dim);
+        # the others are copied after the leaf (a running maximum read and written by one step)
         out_sids = [v[1] for v in outs]
-        self.direct = (not alias and len(set(out_sids)) == len(out_sids)
-                       and all(st != 0 or n <= 1 for v in outs for n, st in zip(v[2], v[3])))
+        read = {v[1] for v in ins}
+        self.direct_outs = frozenset(
+            v[0] for v in outs if v[1] not in read and out_sids.count(v[1]) == 1
+            and all(st != 0 or n <= 1 for n, st in zip(v[2], v[3])))
+        self.direct = len(self.direct_outs) == len(outs)
+        # the leaf's verdicts that depend only on this step's views (codegen `_into`), kept for
+        # the next call of the plan
+        self.memo = {}
 
 
 def _evaluator(env, load):
@@ -348,25 +358,28 @@ def run_steps(steps, tensors, scratch=None, direct=True):
         P = [None] * step.nparams
         for p, sid, size, stride, off in step.ins:
             P[p] = tensors[sid].as_strided(size, stride, offsets[sid] + off)
-        if direct and step.direct:
+        direct_outs = step.direct_outs if direct else ()
+        if direct_outs:
             O = [None] * step.nparams
             for p, sid, size, stride, off in step.outs:
-                O[p] = tensors[sid].as_strided(size, stride, offsets[sid] + off)
+                if p in direct_outs:
+                    O[p] = tensors[sid].as_strided(size, stride, offsets[sid] + off)
         else:
             O = None
         try:
-            res = step.fn(P, step.ev, step.B, step.S, O, scratch[n] if scratch is not None else None)
+            res = step.fn(P, step.ev, step.B, step.S, O, scratch[n] if scratch is not None else None, step.memo)
         except Exception as e:  # a leaf that fails names the op of the user's kernel
             from ..errors import PyptoError
             if isinstance(e, PyptoError):
                 raise
             raise KernelRuntimeError(f"leaf {step.leaf} failed: {e}") from e
         if step.alias:  # a result that still views an operand this step overwrites: copy it first
-            res = {p: r.clone() if r._base is not None else r for p, r in res.items()}
+            res = {p: r.clone() if r._base is not None and (O is None or r is not O[p]) else r
+                   for p, r in res.items()}
         nb = len(step.B)
         for p, sid, size, stride, off in step.outs:
             r = res[p]
-            if O is not None:
+            if O is not None and O[p] is not None:
                 dst = O[p]
                 if r is dst:  # computed in place
                     continue

@@ -20,9 +20,10 @@ from ..errors import KernelRuntimeError, PyptoError
 MAX_STEPS = 512  # beyond this the generated source costs more to compile than it saves
 
 
-def _unalias(res):
-    """Results that still view an operand the step overwrites, copied first."""
-    return {p: r.clone() if r._base is not None else r for p, r in res.items()}
+def _unalias(res, O):
+    """Results that still view an operand the step overwrites, copied first (not those the leaf
+    computed into their own output views, ``O``)."""
+    return {p: r.clone() if r._base is not None and (O is None or r is not O[p]) else r for p, r in res.items()}
 
 
 def _store(r, dst, size, nb):
@@ -73,18 +74,20 @@ def compile_replay(steps, n_params: int, shares=None):
 
     body = []
     for n, step in enumerate(steps):
-        glob[f"F{n}"], glob[f"E{n}"], glob[f"B{n}"], glob[f"S{n}"], glob[f"L{n}"] = \
-            step.fn, step.ev, step.B, step.S, step.leaf
+        glob[f"F{n}"], glob[f"E{n}"], glob[f"B{n}"], glob[f"S{n}"], glob[f"L{n}"], glob[f"M{n}"] = \
+            step.fn, step.ev, step.B, step.S, step.leaf, step.memo
         P = ["None"] * step.nparams
         for k, v in enumerate(step.ins):
             P[v[0]] = view(v, n, f"i{k}")
         body.append(f"    # step {n}: {step.leaf} ({step.variant}), batch {step.B}")
         body.append(f"    P = [{', '.join(P)}]")
-        direct = step.direct
+        direct = step.direct_outs
         outs = {}
         if direct:
             O = ["None"] * step.nparams
             for k, v in enumerate(step.outs):
+                if v[0] not in direct:
+                    continue
                 made = view(v, n, f"o{k}")
                 if not made.startswith("v"):  # a workspace's view: made once, named, so that the
                     # result computed into it is recognised (a second view would be copied onto it)
@@ -93,17 +96,17 @@ def compile_replay(steps, n_params: int, shares=None):
                 O[v[0]] = outs[k] = made
             body.append(f"    O = [{', '.join(O)}]")
         body.append("    try:")
-        body.append(f"        res = F{n}(P, E{n}, B{n}, S{n}, {'O' if direct else 'None'}, scratch[{n}])")
+        body.append(f"        res = F{n}(P, E{n}, B{n}, S{n}, {'O' if direct else 'None'}, scratch[{n}], M{n})")
         body.append("    except PyptoError:")
         body.append("        raise")
         body.append("    except Exception as e:")
         body.append(f"        raise KernelRuntimeError(f'leaf {{L{n}}} failed: {{e}}') from e")
         if step.alias:
-            body.append("    res = _unalias(res)")
+            body.append(f"    res = _unalias(res, {'O' if direct else 'None'})")
         nb = len(step.B)
         for k, v in enumerate(step.outs):
             p = v[0]
-            if direct:
+            if p in direct:
                 body.append(f"    r = res[{p}]")
                 body.append(f"    if r is not {outs[k]}: _store(r, {outs[k]}, {outs[k]}.shape, {nb})")
             else:
