@@ -37,8 +37,8 @@ CREATES = ("full", "tensor", "expand_clone")
 def levels(tasks, engine: RegionIndex | None = None):
     """(level per task, edges) for ``tasks`` in program order; edges are (i, j, kind) with i, j
     positions in ``tasks`` (one per ordered pair, from the shared dependency engine)."""
-    engine = engine or RegionIndex()
-    access = engine.access
+    engine = engine if engine is not None else RegionIndex()  # (an empty one is falsy: it has a len)
+    access, access_task = engine.access, engine.access_task
     for i, t in enumerate(tasks):
         writes = t.call.writes
         if t.alias is not None:  # an operand living in another value's memory: that memory's region
@@ -46,8 +46,7 @@ def levels(tasks, engine: RegionIndex | None = None):
                 key, lo, hi, tile = t.dependency(p)
                 access(key, i, lo, hi, p in writes, tile)
             continue
-        for p, (key, lo, hi, tile) in enumerate(zip(t.keys, t.bases, t.ends, t.tiles)):
-            access(key, i, lo, hi, p in writes, tile)
+        access_task(i, t.keys, t.bases, t.ends, writes, t.tiles)
     edges = engine.edge_list()
     level = [0] * len(tasks)
     for i, j, _ in sorted(edges, key=lambda e: e[1]):  # edges point forward: a source is final first
