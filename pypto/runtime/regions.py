@@ -20,7 +20,9 @@ How it stays fast. Each buffer is cut into cells (the tile shape the first acces
 then. A read compares only with writers; a write also with readers, and retires what it covers
 inside each cell: later accesses then meet the covering write, which already follows what it
 retired. So loops over disjoint tiles, accumulators rewritten every iteration and regions read by
-many tasks cost a few dictionary operations per access. Accesses of many boxes at once (a call
+many tasks cost a few dictionary operations per access (a one-box access over a few cells of a
+buffer that has nothing but per-cell entries meets, retires and inserts cell by cell in one pass:
+the numeric runtime's planning at a new size is mostly such accesses). Accesses of many boxes at once (a call
 over a large tile grid) and boxes spanning many cells go through numpy: cells are kept in sorted
 blocks (`cellblocks.py`, merged like a log-structured tree) and matched with `searchsorted`; the
 rows of a loop moving on through a buffer are staged and become one block per few thousand rows. Entries in a cell
