@@ -334,18 +334,19 @@ class LoweredExecutor:
         if same:
             remap_keys(tasks, same)
         layout = Layout(lowered, [tuple(t.shape) for t in tensors])
-        note = layout.note
+        note, known, aliased = layout.note, layout.buffers, layout.alias
         for t in tasks:
             writes = t.call.writes
             if t.alias is not None:
                 layout.note_aliases(t)
-            for p, (key, a) in enumerate(zip(t.keys, t.call.args)):
-                if key in layout.alias:
+            args = t.call.args
+            for p, key in enumerate(t.keys):
+                if key in known or key in aliased:  # a parameter (note would do nothing), or aliased
                     continue
                 if p in writes:
-                    note(key, a.value, t.root.env, math.prod([h - l for l, h in zip(t.bases[p], t.ends[p])]))
-                elif key not in layout.buffers:
-                    note(key, a.value, t.root.env)
+                    note(key, args[p].value, t.root.env, math.prod([h - l for l, h in zip(t.bases[p], t.ends[p])]))
+                else:
+                    note(key, args[p].value, t.root.env)
         layout.finish()
         level, edges = levels(tasks, RegionIndex())
         where = {}

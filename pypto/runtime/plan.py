@@ -22,6 +22,7 @@ the same sizes replays it (execute.py).
 from __future__ import annotations
 
 import math
+from operator import mul
 
 from .._lazy import LazyModule
 from ..errors import KernelRuntimeError
@@ -40,8 +41,8 @@ CREATES = ("full", "tensor", "expand_clone")
 def levels(tasks, engine: RegionIndex | None = None):
     """(level per task, edges) for ``tasks`` in program order; edges are (i, j, kind) with i, j
     positions in ``tasks`` (one per ordered pair, from the shared dependency engine)."""
-    engine = engine or RegionIndex()
-    access = engine.access
+    engine = engine if engine is not None else RegionIndex()  # (an empty one is falsy: it has a len)
+    access, access_task = engine.access, engine.access_task
     for i, t in enumerate(tasks):
         writes = t.call.writes
         if t.alias is not None:  # an operand living in another value's memory: that memory's region
@@ -49,8 +50,7 @@ def levels(tasks, engine: RegionIndex | None = None):
                 key, lo, hi, tile = t.dependency(p)
                 access(key, i, lo, hi, p in writes, tile)
             continue
-        for p, (key, lo, hi, tile) in enumerate(zip(t.keys, t.bases, t.ends, t.tiles)):
-            access(key, i, lo, hi, p in writes, tile)
+        access_task(i, t.keys, t.bases, t.ends, writes, t.tiles)
     edges = engine.edge_list()
     level = [0] * len(tasks)
     for i, j, _ in sorted(edges, key=lambda e: e[1]):  # edges point forward: a source is final first
@@ -177,6 +177,7 @@ class Planner:
     def __init__(self, lowered, memory, load, vso: bool, serial: bool = False):
         self.lowered, self.memory, self.load, self.vso, self.serial = lowered, memory, load, vso, serial
         self.variant_counts = {"main": 0, "tail": 0}
+        self._placed = memory.layout.buffers.get  # region key -> Buffer, for the keys placed already
 
     def plan(self, tasks, level):
         """Steps for ``tasks`` (program order) with their levels, in an order that respects them."""
@@ -192,18 +193,17 @@ class Planner:
     def _signature(self, t):
         """(hashable group key, its data, per-operand linear offsets) of task ``t``."""
         per, bufs, lins = [], [], []
-        buffer = self.memory.buffer
-        env = t.root.env
-        for a, key, base, end, tile in zip(t.call.args, t.keys, t.bases, t.ends, t.tiles):
-            buf = buffer(key, a.value, env)
+        placed = self._placed
+        args = t.call.args
+        for p, (key, base, end, tile) in enumerate(zip(t.keys, t.bases, t.ends, t.tiles)):
+            buf = placed(key)
+            if buf is None:  # an aliased buffer placed on first use
+                buf = self.memory.buffer(key, args[p].value, t.root.env)
             # the region's extent per dim, clipped at the buffer's edge
             R = tuple([max(0, (e if e < sh else sh) - b) for b, e, sh in zip(base, end, buf.shape)])
             bufs.append(buf)
             per.append((buf.storage, tile, R))
-            lin = buf.offset
-            for b, st in zip(base, buf.strides):
-                lin += b * st
-            lins.append(lin)
+            lins.append(sum(map(mul, base, buf.strides), buf.offset))
         per = tuple(per)
         return (t.grid, t.extra, per), (t.grid, per, tuple(bufs)), lins
 

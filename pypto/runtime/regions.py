@@ -20,7 +20,9 @@ How it stays fast. Each buffer is cut into cells (the tile shape the first acces
 then. A read compares only with writers; a write also with readers, and retires what it covers
 inside each cell: later accesses then meet the covering write, which already follows what it
 retired. So loops over disjoint tiles, accumulators rewritten every iteration and regions read by
-many tasks cost a few dictionary operations per access. Accesses of many boxes at once (a call
+many tasks cost a few dictionary operations per access (a one-box access over a few cells of a
+buffer that has nothing but per-cell entries meets, retires and inserts cell by cell in one pass:
+the numeric runtime's planning at a new size is mostly such accesses). Accesses of many boxes at once (a call
 over a large tile grid) and boxes spanning many cells go through numpy: cells are kept in sorted
 blocks (`cellblocks.py`, merged like a log-structured tree) and matched with `searchsorted`; the
 rows of a loop moving on through a buffer are staged and become one block per few thousand rows. Entries in a cell
@@ -113,9 +115,29 @@ class RegionIndex:
         buf = self._buffers.get(buffer)
         if buf is None or buf.rank != len(lo):
             buf = self._buffer(buffer, len(lo), cell, lo, hi)
+        if buf.plain and self._in_few_cells(buf, first, lo, hi, write):
+            return
         plan = self._query(buf, first, lo, hi, write)
         if plan is not None:
             self._commit(buf, (plan,), write)
+
+    def access_task(self, i: int, keys, los, his, writes, cells) -> None:
+        """One task's operands, each one box of plain ints: ``access(keys[p], i, los[p], his[p],
+        p in writes, cell=cells[p])`` for every operand ``p`` in order (the numeric runtime's
+        levels, one call per task instead of one per operand)."""
+        self._edges = None
+        buffers = self._buffers
+        for p, key in enumerate(keys):
+            lo, hi = tuple(los[p]), tuple(his[p])
+            buf = buffers.get(key)
+            if buf is None or buf.rank != len(lo):
+                buf = self._buffer(key, len(lo), cells[p], lo, hi)
+            write = p in writes
+            if buf.plain and self._in_few_cells(buf, i, lo, hi, write):
+                continue
+            plan = self._query(buf, i, lo, hi, write)
+            if plan is not None:
+                self._commit(buf, (plan,), write)
 
     def _buffer(self, key, rank, cell, lo0, hi0):
         buf = self._buffers.get(key)
@@ -189,6 +211,56 @@ class RegionIndex:
             self._chunks.append((src.astype(np.int64), dst.astype(np.int64), kind.astype(np.int8)))
 
     # ---- a few boxes: Python objects per cell --------------------------------------------------
+    def _in_few_cells(self, buf, i, lo, hi, write) -> bool:
+        """`_query` then `_commit` of one box over at most ``SMALL_CELLS`` cells of a buffer with
+        per-cell entries only (no big boxes, blocks or staged rows: ``buf.plain``), cell by cell
+        in one pass (the cells' entries are apart, so meeting, retiring and inserting per cell
+        finds what the two passes find, in the same order); False (nothing done) for a box over
+        more cells. The numeric runtime's boxes (one per task and operand) mostly
+        land here, so this path is the planning's dependency walk."""
+        if any(map(le, hi, lo)):
+            return True  # an empty box touches nothing
+        size = buf.cell
+        clo = tuple(map(floordiv, lo, size))
+        chi = tuple(map(floordiv, map(add, hi, buf.minus1), size))
+        if clo == chi:
+            keys = (clo,)
+        else:
+            count = 1
+            for x, y in zip(clo, chi):
+                count *= y - x + 1
+            if count > SMALL_CELLS:
+                return False
+            keys = itertools.product(*[range(x, y + 1) for x, y in zip(clo, chi)])
+        cells = buf.cells
+        side = 0 if write else 1
+        entry = (i, lo, hi)
+        src, dst, kinds = self._src, self._dst, self._kind
+        kw = WAW if write else RAW
+        for ck in keys:
+            rec = cells.get(ck)
+            if rec is None:
+                rec = cells[ck] = ([], [])
+            else:
+                writers, readers = rec
+                for e in writers if type(writers) is list else writers.near(lo, hi):
+                    if e[0] != i and all(map(lt, e[1], hi)) and all(map(lt, lo, e[2])):
+                        src.append(e[0]), dst.append(i), kinds.append(kw)
+                if write:
+                    for e in readers if type(readers) is list else readers.near(lo, hi):
+                        if e[0] != i and all(map(lt, e[1], hi)) and all(map(lt, lo, e[2])):
+                            src.append(e[0]), dst.append(i), kinds.append(WAR)
+                    if writers or readers:
+                        _retire_cell(rec, ck, size, lo, hi)
+            entries = rec[side]
+            entries.append(entry)
+            if len(entries) > CROWDED_CELL and type(entries) is list:  # see _commit
+                crowded = CrowdedSide(entries, ck, size)
+                cells[ck] = (crowded, rec[1]) if side == 0 else (rec[0], crowded)
+        if len(cells) > DICT_CELLS:
+            self._spill(buf)
+        return True
+
     def _query(self, buf, i, lo, hi, write):
         """Edges into box ``[lo, hi)`` of id ``i``; returns what `_commit` needs to retire and
         insert it (None for an empty box)."""
@@ -264,6 +336,7 @@ class RegionIndex:
             entry = (i, lo, hi)
             if keys is None:
                 buf.big[side].append(entry)
+                buf.plain = False
                 continue
             for ck, rec in zip(keys, recs):
                 if rec is None or fresh:
@@ -415,7 +488,7 @@ class RegionIndex:
 
 class _Buffer:
     __slots__ = ("rank", "cell", "minus1", "cells", "big", "blocks", "blocks_box", "staged", "staged_n",
-                 "staged_box")
+                 "staged_box", "plain")
 
     def __init__(self, rank, cell):
         self.rank = rank
@@ -430,8 +503,11 @@ class _Buffer:
         self.staged = ([], [])
         self.staged_n = [0, 0]
         self.staged_box = [None, None]  # (min cell, max cell) of the staged rows, as lists
+        # per-cell entries only so far (no big boxes, blocks or staged rows): `_in_few_cells` applies
+        self.plain = True
 
     def stage(self, side, cells, ids, lo, hi):
+        self.plain = False
         self.staged[side].append((cells, ids, lo, hi))
         self.staged_n[side] += len(ids)
         mn, mx = cells.min(axis=0).tolist(), cells.max(axis=0).tolist()
@@ -467,6 +543,7 @@ class _Buffer:
         return False
 
     def add_block(self, side, blk):
+        self.plain = False
         box = self.blocks_box[side]
         self.blocks_box[side] = (list(blk.cmin), list(blk.cmax)) if box is None else \
             (list(map(min, box[0], blk.cmin)), list(map(max, box[1], blk.cmax)))

@@ -201,6 +201,30 @@ def test_crowded_cells_find_the_same_edges_in_the_same_order(prog, whole_cell):
     assert got[1] == got[10 ** 9]
 
 
+@SETTINGS
+@given(programs(), st.booleans(), st.sampled_from([1, 2, 10 ** 9]))
+def test_few_cells_path_finds_the_same_edges_in_the_same_order(prog, whole_cell, crowded):
+    """A one-box access over a few cells of a buffer with per-cell entries only takes a one-pass
+    path (`RegionIndex._in_few_cells`): the same edges, kinds and discovery order as the general
+    query-then-commit path, with crowded cells too (``crowded``: their entry limit)."""
+    calls, n, cell = prog
+    if whole_cell:
+        cell = [16] * calls[0][2][0][2].shape[1]
+    got = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(R, "CROWDED_CELL", crowded)
+        taken = []
+        few_cells = RegionIndex._in_few_cells
+        mp.setattr(RegionIndex, "_in_few_cells", lambda self, *a: taken.append(few_cells(self, *a)) or taken[-1])
+        got["fast"] = _run(calls, cell, single=True).edge_list()
+        mp.setattr(RegionIndex, "_in_few_cells", lambda self, *a: False)
+        got["general"] = _run(calls, cell, single=True).edge_list()
+    assert got["fast"] == got["general"]
+    inside = any(((hi > lo).all(axis=1) & (hi <= 16).all(axis=1)).any() for _, _, ops in calls for _, _, lo, hi in ops)
+    if whole_cell and inside:  # a non-empty box in the one cell of a fresh buffer: the path is taken
+        assert any(taken)
+
+
 def test_one_box_accesses_in_one_whole_buffer_cell_cost_work_linear_in_them(monkeypatch):
     """The same pattern one tile per access (a pypto.loop with one tile per iteration): the box
     comparisons stay within a few per access, where scanning the cell would take n * n."""
