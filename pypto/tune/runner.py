@@ -54,7 +54,13 @@ def local_cluster(n_workers: int | None = None):
 
     with dask.config.set({"distributed.worker.profile.enabled": False}):
         return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                            dashboard_address=None, preload=[__name__])
+                            dashboard_address=None, scheduler_kwargs=QUIET_SCHEDULER, preload=[__name__])
+
+
+# Without a dashboard, Dask's scheduler still serves its health and metrics pages, on port 8787
+# unless told otherwise: a second cluster on the machine (another sweep, a test run in parallel)
+# then warns "Port 8787 is already in use". Any free loopback port does for a cluster nobody browses.
+QUIET_SCHEDULER = {"dashboard_address": "127.0.0.1:0"}
 
 
 def dask_setup(worker) -> None:  # noqa: ARG001 - Dask's preload hook

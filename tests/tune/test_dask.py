@@ -17,8 +17,10 @@ FIGURES = ("status", "makespan_cycles", "critical_path_cycles", "device_tasks", 
 
 @pytest.fixture(scope="module")
 def client():
+    from pypto.tune.runner import QUIET_SCHEDULER
+
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+                                       dashboard_address=None, scheduler_kwargs=QUIET_SCHEDULER)
     c = distributed.Client(cluster)
     yield c
     c.close()
@@ -125,7 +127,7 @@ def test_a_sweep_on_a_scheduler_and_workers_started_as_separate_processes(tmp_pa
     address = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(pypto.__file__))}
     procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                               "--port", str(port), "--dashboard-address", ":0", "--no-show"],
+                               "--port", str(port), "--dashboard-address", "127.0.0.1:0", "--no-show"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)]
     try:
         for _ in range(2):
@@ -184,6 +186,33 @@ def test_the_embedded_clusters_workers_start_ready_and_without_the_profiler():
     finally:
         cluster.close()
     assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is untouched
+
+
+def test_the_embedded_cluster_binds_no_fixed_port(recwarn):
+    """Dask's default scheduler port for its web pages is 8787: with it taken (a second sweep, a
+    parallel test run), the embedded cluster must start without "Port 8787 is already in use"."""
+    import socket
+    import warnings
+
+    from pypto.tune.runner import local_cluster
+
+    holder = socket.socket()
+    try:
+        holder.bind(("", 8787))
+        holder.listen()
+    except OSError:
+        pass  # already taken by someone else: the case this test is about
+    try:
+        warnings.simplefilter("always")
+        cluster = local_cluster(1)
+        try:
+            address = cluster.scheduler.services["dashboard"].port
+        finally:
+            cluster.close()
+    finally:
+        holder.close()
+    assert address != 8787
+    assert not [w for w in recwarn if "already in use" in str(w.message)]
 
 
 def test_the_driver_answers_a_known_schedule_and_sends_again_what_waited_on_a_failed_trial():
