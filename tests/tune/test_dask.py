@@ -173,19 +173,38 @@ def _worker_state():
     return dask.config.get("distributed.worker.profile.enabled"), "torch" in sys.modules
 
 
+def _timers():
+    import dask
+
+    from pypto.tune.runner import QUIET_TIMERS
+
+    return {k: dask.config.get(k) for k in QUIET_TIMERS}
+
+
 def test_the_embedded_clusters_workers_start_ready_and_without_the_profiler():
     import dask
+    from dask.utils import parse_timedelta
 
     from pypto.tune.runner import local_cluster
 
+    before = _timers()
     cluster = local_cluster(1)
     try:
         with distributed.Client(cluster) as c:
             got = c.run(_worker_state)
+            timers = list(c.run(_timers).values())
+            # the scheduler, here in this process, took its timers when it started
+            stealing = cluster.scheduler.periodic_callbacks["stealing"].callback_time
         assert list(got.values()) == [(False, True)]  # no profiler; torch imported as it started
+        # Dask's housekeeping slowed in the workers (a 20 ms health tick costs a worker's trials CPU)
+        assert [{k: parse_timedelta(v) for k, v in t.items()} for t in timers] == \
+            [{"distributed.admin.tick.interval": 1, "distributed.admin.system-monitor.interval": 2,
+              "distributed.worker.memory.monitor-interval": 1, "distributed.scheduler.work-stealing-interval": 1}]
+        assert stealing == 1000  # ms
     finally:
         cluster.close()
     assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is untouched
+    assert _timers() == before
 
 
 def test_the_embedded_cluster_binds_no_fixed_port(recwarn):
