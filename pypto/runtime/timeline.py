@@ -319,6 +319,8 @@ def _levels(ev, deps, n):
         refs = weakref.ref(src), weakref.ref(dst)
     except TypeError:  # not arrays that take weak references: nothing to key on, nothing kept
         return levels
+    for k in [k for k, (a, b, _) in _LEVELS.items() if a() is None or b() is None]:
+        del _LEVELS[k]  # their task table is gone: so are its timelines
     while len(_LEVELS) >= _LEVELS_KEPT:
         _LEVELS.pop(next(iter(_LEVELS)))
     _LEVELS[key] = (*refs, levels)
