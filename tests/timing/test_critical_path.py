@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pypto.runtime.timeline import _critical_path
+from pypto.runtime.timeline import _critical_path, _levels
 
 
 def _graph(n, n_edges, seed, chain=False):
@@ -55,8 +55,9 @@ def test_the_critical_path_is_the_longest_chain_of_durations(seed, chain):
     import sys
 
     sys.setrecursionlimit(10000)
-    ev, d, preds, dur = _graph(600, 1500, seed, chain)
+    ev, d, preds, dur = _graph(600, 4000, seed, chain)
     deps = _Edges(d.src, d.dst)
+    assert (_levels(ev, deps, 600) is None) == chain  # each way of computing it is exercised
     want = _longest(preds, dur)
     assert _critical_path(ev, deps) == want
     assert _critical_path(ev, deps) == want  # again, from the levels kept for this graph
