@@ -19,6 +19,12 @@ The cluster's start-up is timed apart (``start s``) and not counted in the rates
 the wall time, the CPU time of this process and of the workers (``time.process_time``), and how
 many trials went to a worker (``sent``: the driver answers the others of an already simulated
 schedule). ``--quick`` runs a tenth of the runtime sweep.
+
+The closing table puts the targets' ratios side by side (one worker against in-process, two
+workers against one), from wall time and from CPU time: a run's CPU-based rate is its trials per
+CPU second of its busiest process (this one in-process; the busiest worker on a cluster, the
+driver's own CPU, which the embedded scheduler shares, shown beside it), what it would reach with
+a core per process. On a loaded machine only the CPU-based ratios mean something.
 """
 from __future__ import annotations
 
@@ -51,18 +57,50 @@ def _cpu() -> float:
     return time.process_time()
 
 
-def timed(label, kernel, space, client=None, **kw):
+ROWS: dict = {}  # (sweep, runner) -> (trials, wall s, CPU s of this process, CPU s per worker)
+
+
+def timed(label, kernel, space, client=None, row=None, **kw):
     workers0 = client.run(_cpu) if client is not None else {}
     t0, c0 = time.perf_counter(), time.process_time()
     results = tune.sweep(kernel, space, client=client, runner="dask" if client is not None else "inprocess", **kw)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    workers = sum(t - workers0.get(w, 0.0) for w, t in client.run(_cpu).items()) if client is not None else 0.0
+    per_worker = [t - workers0.get(w, 0.0) for w, t in client.run(_cpu).items()] if client is not None else []
+    workers = sum(per_worker)
+    if row is not None:
+        ROWS[row] = (len(results), seconds, cpu, per_worker)
     ok = len(results.ok)
     sent = sum("same_schedule_as" not in r.extra for r in results)
     print(f"{label:34} {len(results):5d} trials {seconds:7.2f} s {len(results) / seconds:8.1f} trials/s"
           f"   CPU here {cpu:5.2f} s, workers {workers:5.2f} s   sent {sent:4d}   ok {ok}  "
           f"best {results.best.makespan_cycles} cycles   load {os.getloadavg()[0]:.1f}", flush=True)
     return results
+
+
+def summary(worker_counts) -> None:
+    """The targets' ratios side by side: wall and CPU-based trials/s per runner, 1 worker / in-process,
+    2 workers / 1 worker."""
+    runners = ["in-process"] + [f"{n} worker{'s' if n > 1 else ''}" for n in worker_counts]
+    print("\n# side by side: trials/s by wall | CPU-based (trials per CPU second of the busiest process;"
+          " driver CPU s)")
+    print(f"{'sweep':10}" + "".join(f"{r:>32}" for r in runners) + "   1w/in wall cpu   2w/1w wall cpu")
+    for sweep in ("runtime", "distinct", "tiles"):
+        rates, cells = {}, []
+        for r in runners:
+            got = ROWS.get((sweep, r))
+            if got is None:
+                cells.append(f"{'-':>32}")
+                continue
+            n, wall, here, per_worker = got
+            busiest = max(per_worker) if per_worker else here
+            rates[r] = (n / wall, n / busiest if busiest else 0.0)
+            driver = f" (driver {here:4.2f})" if per_worker else ""
+            cells.append(f"{n / wall:9.1f} | {rates[r][1]:7.1f}{driver:>15}")
+        ratio = ""
+        for a, b in (("1 worker", "in-process"), ("2 workers", "1 worker")):
+            if a in rates and b in rates:
+                ratio += f"   {rates[a][0] / rates[b][0]:5.2f}x {rates[a][1] / rates[b][1]:5.2f}x"
+        print(f"{sweep:10}" + "".join(cells) + ratio)
 
 
 def main():
@@ -85,21 +123,23 @@ def main():
     tile_space = tune.space(shapes(a.seq), params=TILES)
     print(f"# pypto.tune: flash attention, batch 1, seq {a.seq}, D 64; {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
-    timed("runtime sweep, in-process", kernel, rt_space)
-    timed("distinct schedules, in-process", kernel, distinct)
-    timed("tile sweep, in-process", kernel, tile_space)
+    timed("runtime sweep, in-process", kernel, rt_space, row=("runtime", "in-process"))
+    timed("distinct schedules, in-process", kernel, distinct, row=("distinct", "in-process"))
+    timed("tile sweep, in-process", kernel, tile_space, row=("tiles", "in-process"))
     for n in a.workers:
         t0 = time.perf_counter()
         cluster = local_cluster(n)  # as tune.sweep starts one: no dashboard, no worker profiler
         client = Client(cluster)
         print(f"LocalCluster of {n} workers: start {time.perf_counter() - t0:.2f} s")
+        name = f"{n} worker{'s' if n > 1 else ''}"
         try:
-            timed(f"runtime sweep, {n} cold workers", kernel, rt_space, client)
-            timed(f"distinct schedules, {n} workers", kernel, distinct, client)
-            timed(f"tile sweep, {n} workers", kernel, tile_space, client)
+            timed(f"runtime sweep, {n} cold workers", kernel, rt_space, client, row=("runtime", name))
+            timed(f"distinct schedules, {n} workers", kernel, distinct, client, row=("distinct", name))
+            timed(f"tile sweep, {n} workers", kernel, tile_space, client, row=("tiles", name))
         finally:
             client.close()
             cluster.close()
+    summary(a.workers)
 
 
 if __name__ == "__main__":

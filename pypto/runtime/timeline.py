@@ -235,8 +235,11 @@ def _task_stats(ev):
 
 
 def _critical_path(ev, deps) -> int:
-    """Longest path over the edges, tasks taken in start order (a topological order: a
-    successor starts after its predecessor ends)."""
+    """Longest path over the edges. The graph is the call's task table, shared by every timeline
+    simulated from it (a tuning sweep: thousands), so its levels are found once (`_levels`) and
+    each timeline's path is a few array operations per level; a graph too deep for that (long
+    chains) is walked in start order, a topological order (a successor starts after its
+    predecessor ends)."""
     import numpy as np
 
     dur = (ev.end - ev.start).astype(np.int64)
@@ -244,6 +247,12 @@ def _critical_path(ev, deps) -> int:
         return 0
     if not len(deps):
         return int(dur.max())
+    levels = _levels(ev, deps, len(dur))
+    if levels is not None:
+        longest = dur.copy()
+        for src, starts, dst in levels:  # a task's predecessors all sit in earlier levels
+            longest[dst] = np.maximum(longest[dst], np.maximum.reduceat(longest[src], starts) + dur[dst])
+        return int(longest.max())
     src, dst = deps.src, deps.dst
     linked = np.unique(np.concatenate([src, dst]))
     order = linked[np.argsort(ev.start[linked], kind="stable")]
@@ -260,6 +269,62 @@ def _critical_path(ev, deps) -> int:
             if base + d[j] > longest[j]:
                 longest[j] = base + d[j]
     return max(longest)
+
+
+# the levels of the last few task graphs, by the identity of their edge arrays (kept alive by
+# the Replayer whose timelines share them; a weak reference tells a reused id from the same array)
+_LEVELS: dict = {}
+_LEVELS_KEPT = 16
+
+
+def _levels(ev, deps, n):
+    """The edges of a dependency graph grouped by the level of their destination (the longest
+    chain of edges reaching it): a list of (sources, group starts, destinations) per level, the
+    edges of each level sorted by destination; None when the graph has too many levels for
+    per-level array operations to beat a walk of its edges."""
+    import weakref
+
+    import numpy as np
+
+    src, dst = deps.src, deps.dst
+    key = (id(src), id(dst))
+    hit = _LEVELS.get(key)
+    if hit is not None and hit[0]() is src and hit[1]() is dst:
+        return hit[2]
+    # the depth of each task, walking the edges in a topological order (this timeline's start order)
+    by_src = np.argsort(src, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    succ, p = dst[by_src].tolist(), ptr.tolist()
+    depth = [0] * n
+    for i in np.argsort(ev.start, kind="stable").tolist():
+        di = depth[i] + 1
+        for j in succ[p[i]:p[i + 1]]:
+            if di > depth[j]:
+                depth[j] = di
+    depth = np.asarray(depth, dtype=np.int64)
+    n_levels = int(depth.max()) + 1
+    levels = None
+    if n_levels * 48 <= len(src):  # a level's array operations cost about what a walk of 48 edges does
+        edge_depth = depth[dst]
+        order = np.lexsort((dst, edge_depth))
+        s, d, e = src[order], dst[order], edge_depth[order]
+        cut = np.flatnonzero(np.diff(e)) + 1
+        levels = []
+        for lo, hi in zip(np.concatenate([[0], cut]).tolist(), np.concatenate([cut, [len(e)]]).tolist()):
+            ls, ld = s[lo:hi], d[lo:hi]
+            starts = np.concatenate([[0], np.flatnonzero(np.diff(ld)) + 1])
+            levels.append((ls, starts, ld[starts]))
+    try:
+        refs = weakref.ref(src), weakref.ref(dst)
+    except TypeError:  # not arrays that take weak references: nothing to key on, nothing kept
+        return levels
+    for k in [k for k, (a, b, _) in _LEVELS.items() if a() is None or b() is None]:
+        del _LEVELS[k]  # their task table is gone: so are its timelines
+    while len(_LEVELS) >= _LEVELS_KEPT:
+        _LEVELS.pop(next(iter(_LEVELS)))
+    _LEVELS[key] = (*refs, levels)
+    return levels
 
 
 def _core_no(core: str) -> int:

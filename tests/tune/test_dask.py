@@ -17,8 +17,10 @@ FIGURES = ("status", "makespan_cycles", "critical_path_cycles", "device_tasks", 
 
 @pytest.fixture(scope="module")
 def client():
+    from pypto.tune.runner import QUIET_SCHEDULER
+
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+                                       dashboard_address=None, scheduler_kwargs=QUIET_SCHEDULER)
     c = distributed.Client(cluster)
     yield c
     c.close()
@@ -125,7 +127,7 @@ def test_a_sweep_on_a_scheduler_and_workers_started_as_separate_processes(tmp_pa
     address = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(pypto.__file__))}
     procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                               "--port", str(port), "--dashboard-address", ":0", "--no-show"],
+                               "--port", str(port), "--dashboard-address", "127.0.0.1:0", "--no-show"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)]
     try:
         for _ in range(2):
@@ -171,19 +173,65 @@ def _worker_state():
     return dask.config.get("distributed.worker.profile.enabled"), "torch" in sys.modules
 
 
+def _timers():
+    import dask
+
+    from pypto.tune.runner import QUIET_TIMERS
+
+    return {k: dask.config.get(k) for k in QUIET_TIMERS}
+
+
 def test_the_embedded_clusters_workers_start_ready_and_without_the_profiler():
     import dask
+    from dask.utils import parse_timedelta
 
     from pypto.tune.runner import local_cluster
 
+    before = _timers()
     cluster = local_cluster(1)
     try:
         with distributed.Client(cluster) as c:
             got = c.run(_worker_state)
+            timers = list(c.run(_timers).values())
+            # the scheduler, here in this process, took its timers when it started
+            stealing = cluster.scheduler.periodic_callbacks["stealing"].callback_time
         assert list(got.values()) == [(False, True)]  # no profiler; torch imported as it started
+        # Dask's housekeeping slowed in the workers (a 20 ms health tick costs a worker's trials CPU)
+        assert [{k: parse_timedelta(v) for k, v in t.items()} for t in timers] == \
+            [{"distributed.admin.tick.interval": 1, "distributed.admin.system-monitor.interval": 2,
+              "distributed.worker.memory.monitor-interval": 1, "distributed.scheduler.work-stealing-interval": 1}]
+        assert stealing == 1000  # ms
     finally:
         cluster.close()
     assert dask.config.get("distributed.worker.profile.enabled")  # this process's setting is untouched
+    assert _timers() == before
+
+
+def test_the_embedded_cluster_binds_no_fixed_port(recwarn):
+    """Dask's default scheduler port for its web pages is 8787: with it taken (a second sweep, a
+    parallel test run), the embedded cluster must start without "Port 8787 is already in use"."""
+    import socket
+    import warnings
+
+    from pypto.tune.runner import local_cluster
+
+    holder = socket.socket()
+    try:
+        holder.bind(("", 8787))
+        holder.listen()
+    except OSError:
+        pass  # already taken by someone else: the case this test is about
+    try:
+        warnings.simplefilter("always")
+        cluster = local_cluster(1)
+        try:
+            address = cluster.scheduler.services["dashboard"].port
+        finally:
+            cluster.close()
+    finally:
+        holder.close()
+    assert address != 8787
+    assert not [w for w in recwarn if "already in use" in str(w.message)]
 
 
 def test_the_driver_answers_a_known_schedule_and_sends_again_what_waited_on_a_failed_trial():

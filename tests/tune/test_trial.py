@@ -105,3 +105,41 @@ def test_kept_versions_are_bounded_and_the_users_kernel_untouched():
         assert ev.evaluate({"TILE": tile}).ok
     assert ev.compiles == 4 and len(ev._versions) == 2
     assert (exp_rows.cache_info().misses, exp_rows.last_run) == before
+
+
+def test_trials_of_the_baselines_compile_use_its_run_instead_of_compiling_again():
+    """A runtime-only sweep of the defaults: the baseline's run (for the reference numbers) is the
+    version every trial re-simulates, so the kernel runs once, not twice; the figures are those of
+    a sweep that has to compile its own version (a torch baseline leaves nothing to reuse)."""
+    space = tune.space(SHAPE, options={"device_sched_mode": [0, 1, 3], "launch_sched_aicpu_num": [1, 2]})
+    ev = tune.Evaluator(exp_rows, space)
+    real, calls = ev.kernel, []
+
+    class Counting:  # the kernel's full runs (not the tile-fit estimate's trace-only calls)
+        def __call__(self, *args, **kw):
+            got = real(*args, **kw)
+            if getattr(getattr(real.last_run.compiled, "executor", None), "last_stream", None) is not None:
+                calls.append(kw)
+            return got
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    ev.kernel = Counting()
+    got = [ev.evaluate(c, i) for i, c in enumerate(space.grid())]
+    assert calls == [{}]  # the baseline's run only
+    other = tune.Evaluator(exp_rows, space, baseline=lambda x, out: out.copy_(torch.exp(x) + 1.0))
+    want = [other.evaluate(c, i) for i, c in enumerate(space.grid())]
+    assert other.compiles == ev.compiles == 1
+    figures = ("status", "makespan_cycles", "critical_path_cycles", "device_tasks", "tasks", "l2_hit_rate",
+               "numbers_match", "ub_bytes")
+    assert [{f: getattr(r, f) for f in figures} for r in got] == [{f: getattr(r, f) for f in figures} for r in want]
+    assert all(r.ok and r.numbers_match for r in got)
+    # a tile sweep: the default tile's trial is the baseline's run, the other tile compiles
+    space = tune.space(SHAPE, TILE=[32, 16])
+    ev = tune.Evaluator(exp_rows, space)
+    real, calls = ev.kernel, []
+    ev.kernel = Counting()
+    recs = [ev.evaluate(c, i) for i, c in enumerate(space.grid())]
+    assert all(r.ok and r.numbers_match for r in recs)
+    assert calls == [{}, {"TILE": 32}, {"TILE": 16}]  # {"TILE": 32} is not the baseline's {}: compiled
