@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from .generate import programs
@@ -62,6 +63,8 @@ def sweep(n: int, seed_value: int, max_steps: int = 8, progress: int = 0, out: P
         if progress and done % progress == 0:
             print(f"fuzz seed {seed_value} so far: {_summary(counts, time.perf_counter() - start)}",
                   file=sys.stderr, flush=True)
+            if out is not None and rejections:  # itemized so far, for a sweep stopped before its end
+                write_rejections(rejections, out, seed_value)
 
     try:
         one()
@@ -94,6 +97,14 @@ def write_repros(failures, out: Path, limit: int = 20) -> list[Path]:
     return paths
 
 
+def write_rejections(rejections, out: Path, seed_value: int) -> Path:
+    """``out/rejections_seed<S>.txt``: how many programs pypto refused, by error and message."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"rejections_seed{seed_value}.txt"
+    path.write_text("".join(f"{v:6d}  {k}\n" for k, v in rejections.most_common()))
+    return path
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("n", type=int, help="how many kernels to run")
@@ -102,16 +113,18 @@ def main(argv=None) -> int:
     ap.add_argument("--max-steps", type=int, default=8, help="longest op chain")
     ap.add_argument("--progress", type=int, default=0, metavar="K",
                     help="print a running count to stderr every K kernels")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (default 1: the kernels are small, and on a shared machine "
+                         "torch's thread pool spins for cores that others hold: 2.5x the CPU time)")
     args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
     start = time.perf_counter()
     out = Path(args.out)
     counts, failures, rejections = sweep(args.n, args.seed, args.max_steps, args.progress, out)
     elapsed = time.perf_counter() - start
     paths = write_repros(failures, out) if failures else []
     if rejections:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"rejections_seed{args.seed}.txt").write_text(
-            "".join(f"{v:6d}  {k}\n" for k, v in rejections.most_common()))
+        write_rejections(rejections, out, args.seed)
     print(f"fuzz seed {args.seed}: {_summary(counts, elapsed)}"
           + (f"; repros: {', '.join(map(str, paths))}" if paths else ""))
     return 1 if counts["fail"] else 0
