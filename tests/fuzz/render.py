@@ -203,7 +203,7 @@ def _step_expr(step, metas, k: int, kernel: bool) -> str:
     if step.op in ("mul_s", "add_s", "rsub_s"):
         p = repr(p)
     o = spec(step.op)
-    expr = (o.kernel if kernel else o.torch).format(p=p, **fmt)
+    expr = (o.kernel if kernel else o.torch).format(p=p, dt=TORCH_DTYPE[metas[k][0]], **fmt)
     if not kernel:
         expr = f"_round({expr}, {TORCH_DTYPE[metas[k][0]]})"
     return expr
