@@ -80,8 +80,9 @@ def _summary(counts, elapsed: float) -> str:
             f"{counts['rejected']} rejected-as-invalid (PyptoError), {elapsed:.1f} s")
 
 
-def write_repros(failures, out: Path, limit: int = 20) -> list[Path]:
-    """Shrink one failure per family and write it as ``out/fail_<k>.py``."""
+def write_repros(failures, out: Path, limit: int = 20, seed_value: int | None = None) -> list[Path]:
+    """Shrink one failure per family and write it as ``out/fail_<k>.py`` (``seed<S>_fail_<k>.py``
+    with ``seed_value``: sweeps of several seeds may share ``out``)."""
     out.mkdir(parents=True, exist_ok=True)
     seen, paths = set(), []
     for prog, outcome in failures:
@@ -91,7 +92,7 @@ def write_repros(failures, out: Path, limit: int = 20) -> list[Path]:
         seen.add(fam)
         small = shrink(prog, lambda p: run_program(p).signature == outcome.signature)
         final = run_program(small)
-        path = out / f"fail_{len(paths)}.py"
+        path = out / (f"seed{seed_value}_fail_{len(paths)}.py" if seed_value is not None else f"fail_{len(paths)}.py")
         path.write_text(repro_text(final if final.status == "fail" else outcome))
         paths.append(path)
     return paths
@@ -122,7 +123,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     counts, failures, rejections = sweep(args.n, args.seed, args.max_steps, args.progress, out)
     elapsed = time.perf_counter() - start
-    paths = write_repros(failures, out) if failures else []
+    paths = write_repros(failures, out, seed_value=args.seed) if failures else []
     if rejections:
         write_rejections(rejections, out, args.seed)
     print(f"fuzz seed {args.seed}: {_summary(counts, elapsed)}"
