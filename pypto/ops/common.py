@@ -209,24 +209,25 @@ def scalar_arg(x, op: str, param: str, like: DType):
 
 
 def valid_of(*values, op: str | None = None, params=None):
-    """The valid shape of an elementwise result: that of the first operand spanning each dim.
+    """The valid shape of an elementwise result, per dim over the operands spanning it (not
+    broadcast along it): the first symbolic extent, else the smallest static one.
 
-    With ``op`` (and ``params``, the operands' names), the operands' valid extents are also
-    recorded as equal sizes (`relate_valid`)."""
+    This is the part every operand defines, which is what the run computes: an operand whose
+    valid rows end earlier has no values beyond them. (Upstream's generic elementwise rule is
+    the same; its add/sub/mul/div/max/min take the first operand's extent, rows that read the
+    other operand's undefined tail.) Two extents of which one is symbolic must be equal: with
+    ``op`` (and ``params``, the operands' names) that is recorded (`relate_valid`) and checked
+    before the run."""
     if op is not None:
         relate_valid(op, values, params or [f"operand {i}" for i in range(len(values))], loc())
     out_rank = max(v.rank for v in values)
     valid = []
     for d in range(out_rank):
-        pick = None
-        for v in values:
-            k = d - (out_rank - v.rank)
-            if k >= 0 and not (isinstance(v.shape[k], int) and v.shape[k] == 1):
-                pick = v.valid_shape[k]
-                break
-        if pick is None:
-            pick = 1
-        valid.append(pick)
+        spans = [v.valid_shape[d - (out_rank - v.rank)] for v in values
+                 if d - (out_rank - v.rank) >= 0
+                 and not (isinstance(v.shape[d - (out_rank - v.rank)], int) and v.shape[d - (out_rank - v.rank)] == 1)]
+        symbolic = [e for e in spans if E.const_value(e) is None]
+        valid.append(symbolic[0] if symbolic else min(spans, key=E.const_value) if spans else 1)
     return tuple(valid)
 
 

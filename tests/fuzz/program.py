@@ -195,7 +195,9 @@ HOSTILE_NAMES = ("a b", "x'y", 'q"\n', "P[0]", "class", "__import__('os').getcwd
 
 # ---- the op catalogue ---------------------------------------------------------------------------
 # kernel: a format string over the operands a, b, c, d and p (the parameter);
-# torch: the same over torch values (half operands upcast to fp32 by the reference, see render).
+# torch: the same over torch values (half operands upcast to fp32 by the reference, see render);
+# {dt} is the op's dtype: a kernel op inside a composite (the `+ 1.0` before log, rsqrt, a divisor)
+# is rounded to it as every kernel op is (a half `1 + 1e-4` is 1.0 before log reads it)
 
 @dataclass(frozen=True)
 class OpSpec:
@@ -214,8 +216,9 @@ UNARY = {
     "abs": OpSpec("pypto.abs({a})", "torch.abs({a})", 1, DTYPES),
     "neg": OpSpec("pypto.neg({a})", "torch.neg({a})", 1, DTYPES),
     "sqrt_abs": OpSpec("pypto.sqrt(pypto.abs({a}))", "torch.sqrt(torch.abs({a}))", 1, FLOAT),
-    "log1_abs": OpSpec("pypto.log(pypto.abs({a}) + 1.0)", "torch.log(torch.abs({a}) + 1.0)", 1, FLOAT),
-    "rsqrt1_abs": OpSpec("pypto.rsqrt(pypto.abs({a}) + 1.0)", "torch.rsqrt(torch.abs({a}) + 1.0)", 1, FLOAT),
+    "log1_abs": OpSpec("pypto.log(pypto.abs({a}) + 1.0)", "torch.log(_up(_round(torch.abs({a}) + 1.0, {dt})))", 1, FLOAT),
+    "rsqrt1_abs": OpSpec("pypto.rsqrt(pypto.abs({a}) + 1.0)", "torch.rsqrt(_up(_round(torch.abs({a}) + 1.0, {dt})))", 1,
+                          FLOAT),
     "lrelu": OpSpec("pypto.lrelu({a}, 0.125)", "torch.nn.functional.leaky_relu({a}, 0.125)", 1, FLOAT),
     "floor": OpSpec("pypto.floor({a})", "torch.floor({a})", 1, FLOAT),
     "clip": OpSpec("pypto.clip({a}, -1, 2)", "torch.clamp({a}, -1, 2)", 1, DTYPES),
@@ -230,7 +233,7 @@ BINARY = {
     "mul": OpSpec("{a} * {b}", "{a} * {b}", 2, DTYPES),
     "maximum": OpSpec("pypto.maximum({a}, {b})", "torch.maximum({a}, {b})", 2, DTYPES),
     "minimum": OpSpec("pypto.minimum({a}, {b})", "torch.minimum({a}, {b})", 2, DTYPES),
-    "div_safe": OpSpec("{a} / (pypto.abs({b}) + 1.0)", "{a} / (torch.abs({b}) + 1.0)", 2, FLOAT),
+    "div_safe": OpSpec("{a} / (pypto.abs({b}) + 1.0)", "{a} / _up(_round(torch.abs({b}) + 1.0, {dt}))", 2, FLOAT),
 }
 COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 REDUCE = {

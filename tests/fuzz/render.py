@@ -203,7 +203,7 @@ def _step_expr(step, metas, k: int, kernel: bool) -> str:
     if step.op in ("mul_s", "add_s", "rsub_s"):
         p = repr(p)
     o = spec(step.op)
-    expr = (o.kernel if kernel else o.torch).format(p=p, **fmt)
+    expr = (o.kernel if kernel else o.torch).format(p=p, dt=TORCH_DTYPE[metas[k][0]], **fmt)
     if not kernel:
         expr = f"_round({expr}, {TORCH_DTYPE[metas[k][0]]})"
     return expr
@@ -463,9 +463,11 @@ def run(call, ins=None, sizes=None, alias=None):
     """(got, want, spread) of one call: tuples of tensors (see `rounding_spread`); ``alias``: an
     input also passed as out0 (the call must read it as it was when the call started)."""
     ins = make_inputs(call, sizes=sizes) if ins is None else ins
-    spread_of = rounding_spread(ins, reference(*[t.clone() for t in ins]))
     _MAGNITUDE[0] = 1.0
     want = reference(*[t.clone() for t in ins])
+    magnitude = _MAGNITUDE[0]  # of the rounded reference only: the spread's fp64/unrounded run must not raise it
+    spread_of = rounding_spread(ins, want)
+    _MAGNITUDE[0] = magnitude
     if LOOP:
         outs = make_outputs(call, sizes=sizes)
         if alias is not None:

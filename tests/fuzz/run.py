@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from .generate import programs
@@ -62,6 +63,8 @@ def sweep(n: int, seed_value: int, max_steps: int = 8, progress: int = 0, out: P
         if progress and done % progress == 0:
             print(f"fuzz seed {seed_value} so far: {_summary(counts, time.perf_counter() - start)}",
                   file=sys.stderr, flush=True)
+            if out is not None and rejections:  # itemized so far, for a sweep stopped before its end
+                write_rejections(rejections, out, seed_value)
 
     try:
         one()
@@ -77,8 +80,9 @@ def _summary(counts, elapsed: float) -> str:
             f"{counts['rejected']} rejected-as-invalid (PyptoError), {elapsed:.1f} s")
 
 
-def write_repros(failures, out: Path, limit: int = 20) -> list[Path]:
-    """Shrink one failure per family and write it as ``out/fail_<k>.py``."""
+def write_repros(failures, out: Path, limit: int = 20, seed_value: int | None = None) -> list[Path]:
+    """Shrink one failure per family and write it as ``out/fail_<k>.py`` (``seed<S>_fail_<k>.py``
+    with ``seed_value``: sweeps of several seeds may share ``out``)."""
     out.mkdir(parents=True, exist_ok=True)
     seen, paths = set(), []
     for prog, outcome in failures:
@@ -88,10 +92,18 @@ def write_repros(failures, out: Path, limit: int = 20) -> list[Path]:
         seen.add(fam)
         small = shrink(prog, lambda p: run_program(p).signature == outcome.signature)
         final = run_program(small)
-        path = out / f"fail_{len(paths)}.py"
+        path = out / (f"seed{seed_value}_fail_{len(paths)}.py" if seed_value is not None else f"fail_{len(paths)}.py")
         path.write_text(repro_text(final if final.status == "fail" else outcome))
         paths.append(path)
     return paths
+
+
+def write_rejections(rejections, out: Path, seed_value: int) -> Path:
+    """``out/rejections_seed<S>.txt``: how many programs pypto refused, by error and message."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"rejections_seed{seed_value}.txt"
+    path.write_text("".join(f"{v:6d}  {k}\n" for k, v in rejections.most_common()))
+    return path
 
 
 def main(argv=None) -> int:
@@ -102,16 +114,18 @@ def main(argv=None) -> int:
     ap.add_argument("--max-steps", type=int, default=8, help="longest op chain")
     ap.add_argument("--progress", type=int, default=0, metavar="K",
                     help="print a running count to stderr every K kernels")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (default 1: the kernels are small, and on a shared machine "
+                         "torch's thread pool spins for cores that others hold: 2.5x the CPU time)")
     args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
     start = time.perf_counter()
     out = Path(args.out)
     counts, failures, rejections = sweep(args.n, args.seed, args.max_steps, args.progress, out)
     elapsed = time.perf_counter() - start
-    paths = write_repros(failures, out) if failures else []
+    paths = write_repros(failures, out, seed_value=args.seed) if failures else []
     if rejections:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"rejections_seed{args.seed}.txt").write_text(
-            "".join(f"{v:6d}  {k}\n" for k, v in rejections.most_common()))
+        write_rejections(rejections, out, args.seed)
     print(f"fuzz seed {args.seed}: {_summary(counts, elapsed)}"
           + (f"; repros: {', '.join(map(str, paths))}" if paths else ""))
     return 1 if counts["fail"] else 0

@@ -45,6 +45,10 @@ def copy_upstream(upstream: Path, dest: Path) -> Path:
     for part in PYTHON_ONLY:
         if (upstream / part).is_dir():
             shutil.copytree(upstream / part, dest / part, ignore=python_only, symlinks=True)
+    # two st files (flash_attention_mha, its _grad) climb from their folder until they find a
+    # `src/` (pypto_gym's sources) and loop forever at "/" when there is none, as at 883e7df:
+    # an empty one lets them import; their kernels sit next to them and need nothing from it
+    (dest / "src").mkdir(parents=True, exist_ok=True)
     for part in COPIED:
         src = upstream / part
         if src.is_dir():
