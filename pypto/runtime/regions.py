@@ -62,6 +62,22 @@ def _numpy():
     return np
 
 
+def _cell_range(size, minus1, lo, hi):
+    """The cells of size ``size`` that box ``[lo, hi)`` (not empty) meets: ``(clo, chi, keys)``,
+    the first and last cell and their keys, ``keys`` None when they are more than ``SMALL_CELLS``
+    (a big box, indexed otherwise)."""
+    clo = tuple(map(floordiv, lo, size))
+    chi = tuple(map(floordiv, map(add, hi, minus1), size))
+    if clo == chi:
+        return clo, chi, (clo,)
+    count = 1
+    for x, y in zip(clo, chi):
+        count *= y - x + 1
+    if count > SMALL_CELLS:
+        return clo, chi, None
+    return clo, chi, tuple(itertools.product(*[range(x, y + 1) for x, y in zip(clo, chi)]))
+
+
 class RegionIndex:
     """Dependency edges between accesses to GM buffers, within one scope (a device task, a call).
 
@@ -221,17 +237,9 @@ class RegionIndex:
         if any(map(le, hi, lo)):
             return True  # an empty box touches nothing
         size = buf.cell
-        clo = tuple(map(floordiv, lo, size))
-        chi = tuple(map(floordiv, map(add, hi, buf.minus1), size))
-        if clo == chi:
-            keys = (clo,)
-        else:
-            count = 1
-            for x, y in zip(clo, chi):
-                count *= y - x + 1
-            if count > SMALL_CELLS:
-                return False
-            keys = itertools.product(*[range(x, y + 1) for x, y in zip(clo, chi)])
+        _, _, keys = _cell_range(size, buf.minus1, lo, hi)
+        if keys is None:
+            return False
         cells = buf.cells
         side = 0 if write else 1
         entry = (i, lo, hi)
@@ -265,19 +273,11 @@ class RegionIndex:
         """Edges into box ``[lo, hi)`` of id ``i``; returns what `_commit` needs to retire and
         insert it (None for an empty box)."""
         size = buf.cell
-        clo = tuple(map(floordiv, lo, size))
-        chi = tuple(map(floordiv, map(add, hi, buf.minus1), size))
         if any(map(le, hi, lo)):
             return None  # an empty box touches nothing
-        if clo == chi:
-            keys = (clo,)
-        else:
-            count = 1
-            for x, y in zip(clo, chi):
-                count *= y - x + 1
-            if count > SMALL_CELLS:
-                return self._big(buf, i, lo, hi, clo, chi, write)
-            keys = tuple(itertools.product(*[range(x, y + 1) for x, y in zip(clo, chi)]))
+        clo, chi, keys = _cell_range(size, buf.minus1, lo, hi)
+        if keys is None:
+            return self._big(buf, i, lo, hi, clo, chi, write)
         src, dst, kinds = self._src, self._dst, self._kind
         kw = WAW if write else RAW
         cells = buf.cells
