@@ -76,8 +76,7 @@ def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_tra
     for name, t, want in (("scale_a", scale_a, (kblocks, m, 2) if scale_a_trans else (m, kblocks, 2)),
                           ("scale_b", scale_b, (n, kblocks, 2) if scale_b_trans else (kblocks, n, 2))):
         tensor_arg(t, "scaled_mm", name)
-        if check_dtype("scaled_mm", t, name, SCALE_DTYPES) is DT_FP8E8M0:
-            check_fp8_machine("scaled_mm", DT_FP8E4M3, name)  # e8m0 is the 950's too
+        check_fp8_machine("scaled_mm", check_dtype("scaled_mm", t, name, SCALE_DTYPES), name)
         s = t._value.shape
         if len(s) != 3 or any(not same_size(x, y, f"pypto.scaled_mm: '{name}' and the operands", loc())
                               for x, y in zip(s, want)):

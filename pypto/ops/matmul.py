@@ -7,7 +7,7 @@ import math
 
 from .._lazy import torch
 
-from ..dtypes import DT_BF16, DT_FP8E4M3, DT_FP8E5M2, DT_FP16, DT_FP32, DT_INT8, DT_INT32, FP8_DTYPES
+from ..dtypes import DT_BF16, DT_FP8E4M3, DT_FP8E5M2, DT_FP16, DT_FP32, DT_INT8, DT_INT32, FP8_DTYPES, STORED_ONLY
 from ..errors import DTypeError, KernelRuntimeError, ShapeError
 from ..ir import expr as E
 from ..frontend.builder import require
@@ -26,16 +26,17 @@ OUT_DTYPES = {DT_FP16: (DT_FP16, DT_FP32, DT_BF16, DT_INT8), DT_BF16: (DT_BF16, 
 
 
 def check_fp8_machine(op: str, dt, param: str) -> None:
-    """FP8 operands need a machine with the "fp8" feature (the Ascend 950): refused on A2/A3, as
-    upstream's docs say, naming the machine and how to choose the 950."""
+    """FP8 operands (and e8m0 scales) need a machine with the "fp8" feature (the Ascend 950):
+    refused on A2/A3, as upstream's docs say, naming the machine and how to choose the 950."""
     from ..runtime.machine import current_machine, has_feature
 
     machine = current_machine()
-    if dt in FP8_DTYPES and not has_feature(machine, "fp8"):
-        raise DTypeError(f"pypto.{op}: {dt.name} operands need the Ascend 950 (the machine simulated here, "
+    if dt in STORED_ONLY and not has_feature(machine, "fp8"):
+        raise DTypeError(f"pypto.{op}: {dt.name} data needs the Ascend 950 (the machine simulated here, "
                          f"{machine.name}, has no fp8 cube: upstream's A2/A3)",
                          expected="pypto.set_machine('A5') (or PYPTO_MACHINE=A5), or fp16 / bf16 / fp32 / int8 "
                                   "operands", got=dt.name, param=param, loc=loc())
+
 
 HALF_SUM_ORDERS = ("fp32", "torch")
 # How an fp16/bf16 matmul sums (see set_half_sum_order); a one-element list, read by every leaf call

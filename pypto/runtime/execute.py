@@ -213,10 +213,7 @@ class LoweredExecutor:
             if len(self._plans) > PLAN_CACHE_SIZE:
                 self.budget.forget(self._plans.popitem(last=False)[1])
         else:
-            try:
-                self._plans.move_to_end(key)
-            except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
-                pass
+            self._touch(key)
         return self._execute(plan, tensors, same, not (same or serial), options)
 
     def replay(self, tensors: list, sizes: tuple, options):
@@ -243,10 +240,7 @@ class LoweredExecutor:
                 # no workspace, no temporary kept, the views of the last call: `_execute` reduced to
                 # what such a call does (the one-tile kernel's whole cost is this bookkeeping)
                 plan.spare = None
-                try:
-                    self._plans.move_to_end(key)
-                except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
-                    pass
+                self._touch(key)
                 scratch = taken[1]
                 replay(tensors, views, scratch)
                 if any(scratch):
@@ -254,19 +248,28 @@ class LoweredExecutor:
                 else:
                     plan.spare = taken
                 self._mine.call = [plan.head, plan.stream, None, plan.layout, tensors, ()]  # see _ran
-                if not plan.returns:
-                    return None if plan.returns is None else []
-                return [self._result(v, tensors, self.last_memory, plan.final_env) for v in plan.returns]
+                return self._returns(plan, tensors)
         else:
             shared = self._shares_written
             if shared is not None and shared(tensors):
                 return DECLINED
             views = None
+        self._touch(key)
+        return self._execute(plan, tensors, (), True, options, views)
+
+    def _touch(self, key) -> None:
+        """``key``'s plan used last (the plan cache drops the least recently used first)."""
         try:
             self._plans.move_to_end(key)
         except KeyError:  # dropped by a concurrent call meanwhile: this call still has it
             pass
-        return self._execute(plan, tensors, (), True, options, views)
+
+    def _returns(self, plan, tensors):
+        """What a call of ``plan`` on ``tensors`` returns (after it ran)."""
+        if not plan.returns:
+            return None if plan.returns is None else []
+        memory = self.last_memory
+        return [self._result(v, tensors, memory, plan.final_env) for v in plan.returns]
 
     def _execute(self, plan, tensors, same, direct, options, views=None):
         taken, plan.spare = plan.spare, None  # taken, so a concurrent call allocates its own
@@ -297,10 +300,7 @@ class LoweredExecutor:
         else:  # nothing to keep: the next call takes the same (empty) scratch, no bytes counted
             plan.spare = (None, scratch)
         self._mine.call = [plan.head, plan.stream, None, layout, work, same]  # see _ran
-        if not plan.returns:
-            return None if plan.returns is None else []
-        memory = self.last_memory
-        return [self._result(v, tensors, memory, plan.final_env) for v in plan.returns]
+        return self._returns(plan, tensors)
 
     def _run_checked(self, tensors, env, options, deferred, max_roots, vso, serial):
         """A call with guards the pre-run check could not decide (an offset read from an element the

@@ -14,6 +14,7 @@ shared chip-wide (runtime/costmodel.py, runtime/scheduler.py).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field, fields, replace
@@ -168,17 +169,22 @@ def platform_parameters(name: str) -> dict:
     return params
 
 
+@functools.lru_cache(maxsize=None)
+def _platform_key(platform: str, key: str, default):
+    """Top-level ``key`` of a platform file, else of its base's, else ``default``. Cached: these
+    describe the chip (its SoC, its features) and nothing rewrites them while a process runs
+    (a calibration rewrites only ``parameters``)."""
+    data = _platform_data(platform)
+    if key in data:
+        return data[key]
+    return _platform_key(data["base"], key, default) if data.get("base") else default
+
+
 def has_feature(machine, feature: str) -> bool:
     """Whether ``machine`` (a MachineModel or a name) has ``feature``, an ability upstream's
     operator docs give some SoCs only (its platform file's ``features``, e.g. ``"bf16_bias"``: a
     bf16 bias for bf16 matmul operands, on the Ascend 950 and not on A2/A3)."""
-    model = machine_model(machine)
-    name = model.platform or "A2"
-    while True:
-        data = _platform_data(name)
-        if "features" in data or not data.get("base"):
-            return feature in data.get("features", ())
-        name = data["base"]
+    return feature in _platform_key(machine_model(machine).platform or "A2", "features", ())
 
 
 def soc_of(machine) -> tuple[int, str]:
@@ -186,13 +192,8 @@ def soc_of(machine) -> tuple[int, str]:
     name): torch_npu's SoC number (220: Ascend910B1, 260: an Ascend 950) and upstream's
     ``SoC_version`` name. Upstream's test filters read the number (``@pytest.mark.soc("950")``
     tests run only on 260). A machine built in code reports its platform's, else the A2's."""
-    model = machine_model(machine)
-    name = model.platform or "A2"
-    while True:
-        data = _platform_data(name)
-        if "soc_version" in data or not data.get("base"):
-            return int(data.get("soc_version", 220)), str(data.get("soc_name", "Ascend910B1"))
-        name = data["base"]
+    platform = machine_model(machine).platform or "A2"
+    return int(_platform_key(platform, "soc_version", 220)), str(_platform_key(platform, "soc_name", "Ascend910B1"))
 
 
 def from_platform(platform: str, name: str | None = None) -> MachineModel:

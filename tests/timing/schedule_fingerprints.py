@@ -110,15 +110,11 @@ def cases():
         fa(q, k, v, out, BQ=bq, BK=bk)
         yield (f"flash_attention/s256_bq{bq}_bk{bk}", *of_record(fa.last_run), FA_OPTIONS)
 
-    import pypto
     from pypto.calibrate.cases import load_all
 
     corpus = load_all()
     for cid in CALIBRATION:
-        # a scope of its own: a corpus kernel that sets pass options in its body (the GEMM guide's
-        # cube_l1_reuse_setting) must not leave them set for the tests that run after this one
-        with pypto.options():
-            sim = corpus[cid].build()
+        sim = corpus[cid].build()  # in its own options scope (calibrate/cases.py)
         yield (f"calibration/{cid}", sim.replayer, {**sim.runtime, **corpus[cid].runtime}, OPTIONS[:8])
     del make_replayer
 
