@@ -269,15 +269,24 @@ def generate(leaf, variant: str = "", nb: int = 1) -> tuple[str, dict]:
     return "\n".join(lines) + "\n", consts
 
 
+_MIXED_INTO = ("matmul", "cast")  # ops whose ``into`` takes fp32/fp16/bf16 operands of another dtype
+_FLOAT_SHORTS = ("fp32",) + _HALF
+
+
 def _can_write_direct(op, outs, nb) -> bool:
     """Can op ``op`` compute into a caller-given output view? It needs an ``into`` form, one local
-    result, and operands and result of one dtype (no fp32 detour of a half type)."""
+    result, and operands and result of one dtype (no fp32 detour of a half type) -- except a
+    matmul or a cast between fp32/fp16/bf16: the matmul's ``into`` multiplies in fp32 and the copy
+    into the view rounds once, as `.to` would."""
     d = REGISTRY[op.kind]
     if d.into is None or len(outs) != 1 or outs[0].startswith("out[") or op.kind in WHOLE:
         return False
     dt = op.outputs[0].value.dtype
-    return all(a.value.dtype is dt for a in op.inputs) and not (d.fp32_math and dt.short in _HALF) \
-        and all(len(a.shape) == len(op.outputs[0].shape) for a in op.inputs)
+    if op.kind in _MIXED_INTO and dt.short in _FLOAT_SHORTS:
+        same = all(a.value.dtype.short in _FLOAT_SHORTS for a in op.inputs)
+    else:
+        same = all(a.value.dtype is dt for a in op.inputs) and not (d.fp32_math and dt.short in _HALF)
+    return same and all(len(a.shape) == len(op.outputs[0].shape) for a in op.inputs)
 
 
 def _storage_line(line, i, p, consts, into, shaped=False) -> str:

@@ -439,7 +439,13 @@ def _round(x, mode: int, to_int: bool):
     return torch.trunc(x)  # TRUNC, and ODD which only differs for float narrowing
 
 
-@register("cast", kind="vector", dtypes=tuple(SUPPORTED_DTYPES))
+def _cast_into(ins, attrs, ev, dst):
+    """A cast between fp32/fp16/bf16 written into ``dst``: the copy rounds as ``.to`` does (the
+    mode only matters for float -> int). The leaf passes only such casts (codegen/cpu.py)."""
+    return dst.copy_(ins[0])
+
+
+@register("cast", kind="vector", dtypes=tuple(SUPPORTED_DTYPES), into=_cast_into)
 def _cast(ins, attrs, ev):
     """Convert dtype; float->int rounds by mode and saturates (NaN -> 0), as the hardware does."""
     x, dt = ins[0], attrs["dtype"].torch()

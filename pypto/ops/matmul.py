@@ -234,16 +234,26 @@ def _product(a, b):
 _EPILOGUE = ("tf32", "bias", "scale", "scale_tensor")  # and relu, to_int8 when set
 
 
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+
+
 def _matmul_into(ins, attrs, ev, dst):
-    """An fp32 product without epilogue written into ``dst`` (an output's view of its GM tensor;
-    the same numbers as computing it apart) when ``dst`` has the product's shape; None otherwise
-    (the caller computes it the usual way)."""
-    if dst.dtype is not torch.float32 or any(k in attrs for k in _EPILOGUE) or attrs.get("relu") \
+    """A product without epilogue written into ``dst`` (an output's view of its GM tensor; the same
+    numbers as computing it apart) when ``dst`` has the product's shape; None otherwise (the caller
+    computes it the usual way). fp16/bf16 operands are upcast and multiplied in fp32, as `_matmul`
+    does; an fp16/bf16 ``dst`` takes the fp32 product rounded once by the copy into it (the same
+    rounding as ``.to``, without the rounded temporary and its second copy)."""
+    if dst.dtype not in _FLOATS or any(k in attrs for k in _EPILOGUE) or attrs.get("relu") \
             or attrs.get("to_int8"):
         return None
-    if ins[0].dtype is not torch.float32 or ins[1].dtype is not torch.float32:
+    if ins[0].dtype not in _FLOATS or ins[1].dtype not in _FLOATS:
         return None
+    if (_half_sum_order[0] == "torch" and attrs.get("same_dtype") and ins[0].dtype == ins[1].dtype
+            and ins[0].dtype is not torch.float32):
+        return None  # torch's own half matmul: `_matmul` computes it
     a, b = _operands(ins, attrs, ev)
+    a = a if a.dtype is torch.float32 else a.float()
+    b = b if b.dtype is torch.float32 else b.float()
     ba, bb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
     n = max(len(ba), len(bb))
     ba, bb = (1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb
@@ -252,6 +262,13 @@ def _matmul_into(ins, attrs, ev, dst):
     shape = tuple(y if x == 1 else x for x, y in zip(ba, bb)) + (a.shape[-2], b.shape[-1])
     if tuple(dst.shape) != shape:
         return None
+    if dst.dtype is not torch.float32:
+        return dst.copy_(_product(a, b))
+    if b.dim() == 2 and a.dim() > 2 and dst.is_contiguous() and a.is_contiguous():
+        # one matrix for every instance: the GEMM torch's matmul folds the batch into (M rows of
+        # all instances, one product), computed straight into the output viewed the same way
+        torch.matmul(a.reshape(-1, a.shape[-1]), b, out=dst.view(-1, dst.shape[-1]))
+        return dst
     if ba != bb:  # (torch's matmul into an output is slower than computing apart for broadcast batches)
         return dst.copy_(_product(a, b))
     if not dst.is_contiguous():  # (torch's matmul out= folds batches by viewing the output)
