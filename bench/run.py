@@ -197,7 +197,7 @@ def _ffn(label):
 # name -> () -> (label, (kernel, args, torch_fn), target ratio or None[, (check fn, tolerance)])
 ROWS = {
     "softmax_batch_loop": lambda: ("softmax (32,32,1,256), loop over batch, tile (1,4,1,64)",
-                                   kernels.softmax_batch_loop(), 5),
+                                   kernels.softmax_batch_loop(), 2),  # issue 18 (issue 10: <= 5x)
     "softmax_rows": lambda: ("softmax 512x1024, loop over row blocks", kernels.row_block_loop("softmax"), 1.5),
     "add_mul_rows": lambda: ("add+mul 512x1024, loop over row blocks", kernels.row_block_loop("add_mul"), 1.5),
     "rms_norm_rows": lambda: ("RMSNorm 512x1024, loop over row blocks", kernels.row_block_loop("rms_norm"), 1.5),
@@ -223,6 +223,10 @@ ROWS = {
 }
 
 
+# a row whose target an earlier issue set looser: printed beside the current one
+EARLIER_TARGETS = {"softmax_batch_loop": " (issue 10: <= 5x)"}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -244,7 +248,7 @@ def main():
         outputs = 2 if name == "moe_routing" else 1
         r = ratio_row(label, made, repeats, batch_s, target if target is not None else float("inf"), outputs,
                       check[0] if check else None)
-        r["target_text"] = f"<= {target}x" if target else "-"
+        r["target_text"] = (f"<= {target}x" if target else "-") + EARLIER_TARGETS.get(name, "")
         out.append(r)
         del made
         gc.collect()

@@ -20,6 +20,7 @@ import math
 from types import MappingProxyType
 
 from ..errors import KernelRuntimeError
+from ..ops.matmul import upcast_operand
 from ..ops.registry import REGISTRY
 from ..passes.expand import WHOLE
 from .._lazy import torch
@@ -184,7 +185,7 @@ def _reuse(into, compute, ins, attrs, ev, W, i, dt):
 
 RUNTIME = {"_gather": _gather, "_pad_rank": _pad_rank, "_full": _full, "_expand": _expand, "_whole": _whole,
            "_reshape_batch": _reshape_batch, "_fits": _fits, "_into": _into, "_into_shaped": _into_shaped,
-           "_reuse": _reuse, "torch": torch}
+           "_reuse": _reuse, "_upcast": upcast_operand, "torch": torch}
 
 
 def _local_names(leaf) -> dict:
@@ -353,6 +354,9 @@ def _op_lines(i, op, ins, outs, consts, nb) -> list:
             x = f"_pad_rank({x}, {rank}, {nb})"
         if d.fp32_math and a.value.dtype.short in _HALF:  # upstream computes half types in fp32
             x = f"{x}.float()"
+        if kind == "matmul" and len(args) < 2 and a.value.dtype.short in _HALF:  # fp32 product: the
+            # operand upcast into a tile kept between calls (a fresh one per call costs its pages)
+            x = f"_upcast({x}, A{i}, W, {(i, len(args))!r})"
         args.append(x)
     return [f"    {outs[0] if len(outs) == 1 else target} = F{i}([{', '.join(args)}], A{i}, ev)"]
 

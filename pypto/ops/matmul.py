@@ -176,6 +176,21 @@ def _shared_batch(x):
     return x
 
 
+def upcast_operand(x, attrs, W, key):
+    """An fp16/bf16 operand of a matmul as the fp32 matrix the product reads (`_matmul` upcasts
+    anyway: exact), copied into a buffer the step keeps from its previous call (``W``, a leaf's
+    kept tiles, bounded by the kernel's workspace budget) instead of a fresh one per call; a
+    shared batch (stride 0) is cut first, so one matrix is converted. ``x`` itself when torch's
+    own half matmul is asked for (`set_half_sum_order`), without kept tiles, or for autograd."""
+    if W is None or x.requires_grad or (_half_sum_order[0] == "torch" and attrs.get("same_dtype")):
+        return x
+    x = _shared_batch(x)
+    buf = W.get(key)
+    if buf is None or buf.shape != x.shape:
+        buf = W[key] = torch.empty(x.shape, dtype=torch.float32)
+    return buf.copy_(x)
+
+
 def _operands(ins, attrs, ev):
     """The two operands as the product reads them: shared batches cut, transposes applied, both
     cut to the valid K extent (after the run-time K and bias checks)."""
