@@ -149,3 +149,86 @@ def test_flash_attention_tail_rows_of_its_running_sum_stay_unwritten(seq):
     last_l = compiled.executor.last_memory.last_instance(l_value)
     assert float(last_l[0, 0]) > 0 and torch.equal(last_l[1:], torch.zeros(31, 1))
     assert pypto.bisect_passes(ex.flash_attention, q, kk, v, torch.zeros(1, seq, ex.D)).ok
+
+
+def _ffn():
+    spec = importlib.util.spec_from_file_location("example_ffn_direct", EXAMPLES / "ffn.py")
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    return ex
+
+
+@pytest.mark.parametrize("batch", [64, 70])
+def test_half_matmuls_and_casts_write_their_views_rounding_once(monkeypatch, batch):
+    """The bf16 FFN: the bf16 x bf16 -> fp32 product is computed into its workspace view, the cast
+    to bf16 and the bf16 product are rounded by the copy into their views (one rounding, no
+    rounded temporary copied again); the only copies of the cached call change a dtype (those
+    roundings and the operands' upcasts into kept fp32 tiles), none moves a computed result."""
+    ex = _ffn()
+    g = torch.Generator().manual_seed(batch)
+    x = torch.randn(batch, ex.H, generator=g).bfloat16()
+    w1 = (torch.randn(ex.H, ex.F, generator=g) / ex.H ** 0.5).bfloat16()
+    w2 = (torch.randn(ex.F, ex.H, generator=g) / ex.F ** 0.5).bfloat16()
+    want = ex.reference(x, w1, w2)
+    outs = []
+    for _ in range(3):  # interpreted, replay generated, replayed
+        out = torch.zeros(batch, ex.H, dtype=torch.bfloat16)
+        ex.ffn(x, w1, w2, out)
+        assert_matches(out, want, loose=True)
+        outs.append(out)
+    assert all(torch.equal(o, outs[0]) for o in outs[1:])
+    calls = []
+    real = torch.Tensor.copy_
+
+    def copy_(self, src, *args, **kwargs):
+        calls.append((self.dtype, src.dtype))
+        return real(self, src, *args, **kwargs)
+    monkeypatch.setattr(torch.Tensor, "copy_", copy_)
+    out = torch.zeros(batch, ex.H, dtype=torch.bfloat16)
+    ex.ffn(x, w1, w2, out)
+    monkeypatch.undo()
+    assert torch.equal(out, outs[0])
+    assert calls and all(dst != src for dst, src in calls), calls
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_half_matmul_into_a_view_equals_computing_it_apart(dtype, out_dtype):
+    """The matmul's ``into`` for fp16/bf16 operands (upcast, fp32 product, the copy rounding once)
+    gives the bits of its compute rounded by ``.to``: a batch of row blocks against one shared
+    weight matrix (stride 0, as a loop's batch passes it), and a batch of distinct matrices."""
+    from pypto.ops.registry import REGISTRY
+
+    d = REGISTRY["matmul"]
+    g = torch.Generator().manual_seed(7)
+    a = (torch.randn(5, 16, 48, generator=g) * 3).to(dtype)
+    shared = torch.randn(48, 24, generator=g).to(dtype).expand(5, 48, 24)
+    distinct = torch.randn(5, 48, 24, generator=g).to(dtype)
+    attrs = {"a_trans": False, "b_trans": False}
+    for b in (shared, distinct):
+        want = d.compute([a, b], attrs, None).to(out_dtype)
+        dst = torch.full((5, 16, 24), float("nan"), dtype=out_dtype)
+        assert d.into([a, b], attrs, None, dst) is not None
+        assert torch.equal(dst, want)
+
+
+def test_float_cast_into_a_view_rounds_as_to():
+    """A cast between fp32 / fp16 / bf16 computed into a view rounds as the cast's compute does,
+    overflow, subnormals, infinities and NaN included (the mode only matters for float -> int)."""
+    from pypto.dtypes import from_torch
+    from pypto.ops.registry import REGISTRY
+
+    d = REGISTRY["cast"]
+    x = torch.cat([torch.randn(1000, generator=torch.Generator().manual_seed(8)) * 1e3,
+                   torch.tensor([7e4, -1e5, 3e-8, -6e-6, 1e-41, float("inf"), float("-inf"), float("nan"),
+                                 65504.0, 65520.0, 3.4e38])])
+    for src in (torch.float32, torch.float16, torch.bfloat16):
+        for dt in (torch.float32, torch.float16, torch.bfloat16):
+            xs = x.to(src)
+            attrs = {"dtype": from_torch(dt), "mode": 0, "satmode": 0}
+            want = d.compute([xs], attrs, None)
+            assert want.dtype is dt
+            dst = torch.empty(xs.shape, dtype=dt)
+            d.into([xs], attrs, None, dst)
+            assert torch.equal(dst.isnan(), want.isnan())
+            assert torch.equal(dst.nan_to_num(0.0), want.nan_to_num(0.0))
