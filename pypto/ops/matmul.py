@@ -249,7 +249,9 @@ def _product(a, b):
 _EPILOGUE = ("tf32", "bias", "scale", "scale_tensor")  # and relu, to_int8 when set
 
 
-_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+def _is_float(dtype) -> bool:
+    """fp32, fp16 or bf16 (torch is imported lazily: no module-level tuple of its dtypes)."""
+    return dtype is torch.float32 or dtype is torch.float16 or dtype is torch.bfloat16
 
 
 def _matmul_into(ins, attrs, ev, dst):
@@ -258,10 +260,10 @@ def _matmul_into(ins, attrs, ev, dst):
     computes it the usual way). fp16/bf16 operands are upcast and multiplied in fp32, as `_matmul`
     does; an fp16/bf16 ``dst`` takes the fp32 product rounded once by the copy into it (the same
     rounding as ``.to``, without the rounded temporary and its second copy)."""
-    if dst.dtype not in _FLOATS or any(k in attrs for k in _EPILOGUE) or attrs.get("relu") \
+    if not _is_float(dst.dtype) or any(k in attrs for k in _EPILOGUE) or attrs.get("relu") \
             or attrs.get("to_int8"):
         return None
-    if ins[0].dtype not in _FLOATS or ins[1].dtype not in _FLOATS:
+    if not _is_float(ins[0].dtype) or not _is_float(ins[1].dtype):
         return None
     if (_half_sum_order[0] == "torch" and attrs.get("same_dtype") and ins[0].dtype == ins[1].dtype
             and ins[0].dtype is not torch.float32):
