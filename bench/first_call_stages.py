@@ -5,7 +5,7 @@ The rows of ``bench/run.py --only first_call`` (softmax and add+mul over row blo
 first call is timed whole and per stage (``time.process_time``, the stages' functions wrapped for
 this process only), then the cached call at that size (best of 20). Medians over the sizes, in ms:
 
-    python bench/first_call_stages.py [softmax|add_mul|flash]
+    python bench/first_call_stages.py [softmax|add_mul|flash]   # (imports this checkout's pypto)
 
 Stages: ``walk`` (the control walk and stitching into tasks), ``notes`` (the layout notes and the
 device-task edges: the rest of planning), ``levels`` (the dependency engine), ``planner`` (tasks
@@ -24,6 +24,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's pypto
 import kernels  # noqa: E402
 
 from pypto.runtime import execute as X  # noqa: E402
