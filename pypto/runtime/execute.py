@@ -335,6 +335,7 @@ class LoweredExecutor:
             remap_keys(tasks, same)
         layout = Layout(lowered, [tuple(t.shape) for t in tensors])
         note, known, aliased = layout.note, layout.buffers, layout.alias
+        noted = set()  # workspace keys noted already: noting one again for a read changes nothing
         for t in tasks:
             writes = t.call.writes
             if t.alias is not None:
@@ -345,8 +346,10 @@ class LoweredExecutor:
                     continue
                 if p in writes:
                     note(key, args[p].value, t.root.env, math.prod([h - l for l, h in zip(t.bases[p], t.ends[p])]))
-                else:
+                    noted.add(key)
+                elif key not in noted:
                     note(key, args[p].value, t.root.env)
+                    noted.add(key)
         layout.finish()
         level, edges = levels(tasks, RegionIndex())
         where = {}
