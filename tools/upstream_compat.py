@@ -132,7 +132,9 @@ nor its tolerance changed.
   runnable scripts, not the `*_impl.py` / `utils/` helpers), run as a script. Scripts that declare
   `--run_mode` get `--run_mode npu`, as upstream's own example runner passes on an NPU (several
   compare numbers only on that path). `python/tests/st` and `python/tests/ut`: every `test_*.py`
-  outside `pypto_pro`, run under pytest.
+  outside `pypto_pro`, run under pytest; one that defines no test function pytest would collect
+  but has a main block (e.g. `st/test_loop_unroll.py`) is a script test, run as a script, as its
+  authors run it (under pytest it would collect nothing and count as skipped).
 - Each file runs in its own process (`tools/compat/child.py`) with `pypto.emulate` installed and
   `TILE_FWK_DEVICE_ID=0`, in a scratch copy of upstream's root (examples, models, python/tests,
   pytest.ini, conftest.py): upstream's `pytest.ini` and `conftest.py` files apply as in their CI,
@@ -150,8 +152,12 @@ nor its tolerance changed.
   defines are wrapped just before its `if __name__ == "__main__":` block runs, and each outermost
   call is a case. Scripts stop at their first failing case, so later cases do not run.
 - Numeric checks counted, when called from upstream's own files: {counted}. `isclose` counts as
-  executed, never as failed; the hand-written `assert <x with diff/err in its name> < tol` of
-  scripts is counted through the same compile-time rewrite pytest uses for its assertions.
+  executed, never as failed. Three hand-written `assert` forms count (`tools/compat/asserts.py`):
+  `assert <x with diff/err in its name> < tol`, an element-wise comparison reduced to one truth
+  value (`(out == golden).all()`), and a list equality against an expected list computed element
+  by element (`out == [v * 11 for v in inp]`); shape, dtype, name and length asserts never
+  count. In scripts through a compile-time rewrite like pytest's, under pytest through its
+  `pytest_assertion_pass` hook.
 - Statuses. **verified**: ran to completion without error (for a test file: every test that ran
   passed) and at least one numeric check executed, none failing. **ran**: completed without
   error, but no numeric check executed, or a check returned a mismatch that the file ignored

@@ -363,3 +363,75 @@ def test_the_second_pass_runs_on_the_a5_with_its_tag(tmp_path, monkeypatch):
     finally:
         pypto.set_machine(before)
     assert [t["function"] for t in rec.data["soc_only"]] == ["test_910"]
+
+
+@pytest.mark.parametrize("source, numeric", [
+    ("max_diff < 1e-3", True),
+    ("(d_tensor == result_t).all().item()", True),
+    ("(out == golden).all()", True),
+    ("torch.all(out == golden)", True),
+    ("bool(np.all(a == b))", True),
+    ("b_list == [v * 11 for v in a_list]", True),
+    ("[v * 11 for v in a_list] == b_list", True),
+    ("d_list == [k + idx] * len(d_list)", True),
+    # not numeric checks: metadata, constants, truthiness, reductions of other things
+    ("res.shape == (32, 32)", False),
+    ("out.shape == [b * s, h]", False),
+    ("list(out.shape) == [b * s, h]", False),
+    ("len(out) == [n * 2]", False),
+    ("x.dtype == pypto.DT_FP32", False),
+    ("'a' == a.name", False),
+    ("b_list == [1, 2, 3]", False),
+    ("b_list == [v for v in a_list]", False),
+    ("(mask > 0).all()", False),
+    ("ok", False),
+    ("isinstance(b, pypto.tensor)", False),
+    ("max_diff > 1e-3", False),
+    ("not a valid expression (", False),
+])
+def test_which_hand_written_asserts_are_numeric_checks(source, numeric):
+    from compat.asserts import is_numeric_assert_source
+
+    assert is_numeric_assert_source(source) is numeric
+
+
+def test_numeric_asserts_under_pytest_count_through_the_assertion_pass_hook(tmp_path, monkeypatch):
+    """A test file's passing numeric ``assert`` counts as a check (pytest_assertion_pass); a
+    shape assert does not; a failing one fails the test (so the file cannot verify)."""
+    import pytest as _pytest
+
+    from compat import pytest_plugin
+    from compat.recorder import Recorder
+
+    (tmp_path / "test_n.py").write_text(
+        "def test_eq():\n    a = [1, 2]\n    assert a.__len__() == 2\n    assert [x * 1 for x in a] == a\n"
+        "def test_all():\n    import torch\n    t = torch.ones(3)\n    assert (t == torch.ones(3)).all().item()\n"
+        "def test_shape_only():\n    import torch\n    assert torch.ones(2).shape == (2,)\n"
+        "def test_wrong():\n    a = [1, 2]\n    assert a == [x * 2 for x in a]\n")
+    tally = checks.CheckTally()
+    monkeypatch.setattr(checks, "tally", tally)
+    monkeypatch.setattr(pytest_plugin, "tally", tally)
+    rec = Recorder(str(tmp_path / "out.json"), "pytest")
+    plugin = pytest_plugin.CompatPlugin(rec, str(tmp_path), str(tmp_path))
+    _pytest.main([str(tmp_path / "test_n.py"), "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                  "-o", "enable_assertion_pass_hook=true", "--rootdir", str(tmp_path)], plugins=[plugin])
+    got = {c["name"].split("::")[-1]: (c["outcome"], c["checks"]) for c in rec.data["cases"]}
+    assert got == {"test_eq": ("passed", 1), "test_all": ("passed", 1), "test_shape_only": ("passed", 0),
+                   "test_wrong": ("failed", 0)}
+
+
+def test_a_test_file_that_collects_nothing_but_has_a_main_block_runs_as_a_script(tmp_path):
+    main = "if __name__ == '__main__':\n    run()\n"
+    files = {
+        "python/tests/st/test_script.py": "def run(): pass\n" + main,
+        "python/tests/st/test_factory.py": "test_x = make()\n" + main,  # pytest collects test_x
+        "python/tests/st/test_imported.py": "from helpers import test_y\n" + main,
+        "python/tests/st/test_def.py": "def test_z(): pass\n" + main,
+        "python/tests/st/test_empty.py": "x = 1\n",  # no main block: stays a (skipped) pytest file
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    modes = {Path(j.path).name: j.mode for j in selection.select(tmp_path, ["st"])}
+    assert modes == {"test_script.py": "script", "test_factory.py": "pytest", "test_imported.py": "pytest",
+                     "test_def.py": "pytest", "test_empty.py": "pytest"}

@@ -19,6 +19,7 @@ import os
 import sys
 import types
 
+from .asserts import is_numeric_assert
 from .checks import count_assert, tally, wrap_script_helpers
 from .failures import from_exception
 from .recorder import Recorder
@@ -66,22 +67,19 @@ def _future_flags(tree: ast.Module) -> int:
 
 
 CHECK_NAME = "__pypto_compat_check__"
-_NUMERIC_NAME = ("diff", "err")
 
 
 class NumericAsserts(ast.NodeTransformer):
-    """Counts upstream's hand-written numeric checks: an ``assert`` whose test compares a value
-    named like ``*diff*`` / ``*err*`` with ``<`` or ``<=`` (``assert max_diff < 1e-1``). The
-    test is passed through a counter that returns it unchanged, as pytest's assertion
-    rewriting passes tests through its own helpers."""
+    """Counts upstream's hand-written numeric checks (the forms of ``asserts.is_numeric_assert``,
+    e.g. ``assert max_diff < 1e-1``). The test is passed through a counter that returns it
+    unchanged, as pytest's assertion rewriting passes tests through its own helpers."""
 
     def __init__(self, path: str):
         self.path = path
 
     def visit_Assert(self, node: ast.Assert):
         test = node.test
-        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Lt, ast.LtE))
-                and any(k in ast.unparse(test.left).lower() for k in _NUMERIC_NAME)):
+        if is_numeric_assert(test):
             call = ast.Call(ast.Name(CHECK_NAME, ast.Load()), [test, ast.Constant(node.lineno)], [])
             node.test = ast.copy_location(call, test)
         return node

@@ -51,7 +51,8 @@ def described() -> list[str]:
     """The checks counted, as ``module.function`` names (for the report)."""
     names = [f"{owner.__name__}.{attr}" for owner, attr, _ in _LIBRARY_CHECKS]
     names += [f"{path}:{fn}" for path, fns in UPSTREAM_HELPERS.items() for fn in fns]
-    return names + ["assert <...diff...|...err...> < tol (in scripts)"]
+    return names + ["assert <...diff...|...err...> < tol", "assert (a == b).all()",
+                    "assert a_list == [computed expected]"]
 
 
 @dataclass
@@ -115,7 +116,7 @@ def _wrap(fn, name: str, failure_kind: str):
 
 def count_assert(value, where: str):
     """A hand-written numeric ``assert`` of an upstream script ran (see cases.NumericAsserts)."""
-    tally.count("assert <diff> < tol", not value, where)
+    tally.count("assert <numeric>", not value, where)
     return value
 
 

@@ -13,7 +13,8 @@ import os
 
 import pytest
 
-from .checks import tally
+from .asserts import is_numeric_assert_source
+from .checks import count_assert, tally
 from .failures import Failure, clean_paths, first_line, from_exception
 from .recorder import Recorder
 
@@ -78,6 +79,15 @@ class CompatPlugin:
                 function = getattr(item, "function", None)
                 self.recorder.add_soc_only(item.nodeid, socs, getattr(function, "__name__", item.name))
 
+    def pytest_assertion_pass(self, item, lineno, orig, expl):
+        """A passing ``assert`` of a test module (pytest rewrites them; this hook needs
+        ``enable_assertion_pass_hook``): a numeric one counts as a check. A failing one fails
+        the test itself."""
+        if is_numeric_assert_source(orig):
+            root = os.path.join(os.path.abspath(self.roots[0]), "")
+            path = str(getattr(item, "path", item.fspath))
+            count_assert(True, f"{os.path.relpath(path, root) if path.startswith(root) else path}:{lineno}")
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector):
         report = (yield).get_result()
@@ -109,7 +119,7 @@ def run_pytest(path: str, recorder: Recorder, upstream_root: str, pypto_root: st
     # xdist by name: plugin autoloading is off in the child, and upstream's conftest implements
     # an xdist hook (pytest_configure_node) that pytest refuses without it
     args = [path, "--rootdir", upstream_root, "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin",
-            "--no-header", "-rN", "--tb=short"]
+            "--no-header", "-rN", "--tb=short", "-o", "enable_assertion_pass_hook=true"]
     code = int(pytest.main(args, plugins=[plugin]))
     if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         recorder.set_error(Failure("PytestError", f"pytest exited with {pytest.ExitCode(code).name}",

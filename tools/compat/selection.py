@@ -8,7 +8,9 @@
   tests and runnable scripts; helper modules such as ``*_impl.py`` and ``utils/`` have none),
   run as scripts the same way.
 * ``st`` / ``ut``: every ``test_*.py`` under ``python/tests/st`` / ``python/tests/ut`` outside
-  ``pypto_pro`` directories, run under pytest.
+  ``pypto_pro`` directories, run under pytest; a file that defines no test function pytest
+  would collect but has an ``if __name__ == "__main__":`` block is a script test (its main
+  block is the test, as its authors run it: ``python test_x.py``) and runs as a script.
 """
 
 from __future__ import annotations
@@ -59,8 +61,44 @@ def _script_job(group: str, root: Path, path: Path) -> Job:
     return Job(group, path.relative_to(root).as_posix(), "script", args)
 
 
+def _binds_test_names(tree: ast.Module) -> bool:
+    """A module-level name pytest could collect that is not a ``def``: ``test_x = factory(...)``
+    or ``from helpers import test_x`` (kirin's files build their tests that way)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names = [n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [(a.asname or a.name).split(".")[0] for a in node.names]
+        else:
+            continue
+        if any(n.startswith("test") or n.startswith("Test") or n == "*" for n in names):
+            return True
+    return False
+
+
+def is_script_test(text: str) -> bool:
+    """A ``test_*.py`` file pytest collects nothing from (no test function or class, no name
+    bound to one) whose main block runs the test."""
+    from .uncollected import test_functions
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    return test_functions(text) == 0 and not _binds_test_names(tree) and has_main_guard(text)
+
+
+def _test_job(group: str, root: Path, path: Path) -> Job:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if is_script_test(text):
+        return _script_job(group, root, path)
+    return Job(group, path.relative_to(root).as_posix(), "pytest")
+
+
 def _tests(root: Path, sub: str, group: str) -> list[Job]:
-    return [Job(group, p.relative_to(root).as_posix(), "pytest")
+    return [_test_job(group, root, p)
             for p in sorted((root / sub).rglob("test_*.py")) if "pypto_pro" not in p.relative_to(root).parts]
 
 
