@@ -216,6 +216,7 @@ class _Batches:
     # a quarter second of trials keeps that near 1%, and the last batches short (at 1 s, a sweep of
     # a few seconds on two workers ended with one worker idle for most of a batch)
     BATCH_SECONDS = 0.25
+    MIN_BATCH_SECONDS = 0.05
     LEARNING_BATCH = 8
 
     def __init__(self, runner, strategy, results, budget, deadline, on_trial, stop):
@@ -245,7 +246,10 @@ class _Batches:
         # the mean, not the median: the few trials that simulate (the others of their schedule
         # are answered here, or by the worker's Replayer) are what a batch waits for
         typical = sum(self.seconds) / len(self.seconds)
-        return max(1, min(self.cap, share, int(self.BATCH_SECONDS / max(typical, 1e-6))))
+        # ...but not below `MIN_BATCH_SECONDS` of trials: the last configurations of a runtime
+        # sweep are mostly answered here, and a Dask task per fast trial costs more than it runs
+        floor = int(self.MIN_BATCH_SECONDS / max(typical, 1e-6))
+        return max(1, min(self.cap, max(share, floor), int(self.BATCH_SECONDS / max(typical, 1e-6))))
 
     def _key(self, config):
         same = self.classes.get(config_key(compile_part(config)))

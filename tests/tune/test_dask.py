@@ -280,9 +280,12 @@ def test_a_batch_is_a_share_of_what_is_left_to_send_not_of_every_configuration_l
     batches = _Batches(SimpleNamespace(space=space, workers=2, chunk=64), GridSearch(space), Results(),
                        None, None, None, None)
     assert batches._chunk() == 1  # nothing known yet (the first trials compile)
-    batches.seconds = [0.001] * 8  # fast trials: the time target alone would allow 64
+    batches.seconds = [0.01] * 8  # 10 ms trials: the time target allows 25
     batches.submitted = batches.asked = 100
     batches.sent = 100
     every_one_sent = batches._chunk()
     batches.sent = 10  # one in ten was sent: about 30 of the 300 left will be
-    assert every_one_sent == 64 and 2 * 2 * batches._chunk() <= 30
+    assert every_one_sent == int(batches.BATCH_SECONDS / 0.01) and 2 * 2 * batches._chunk() <= 30
+    # ...but a Dask task is not spent on less than MIN_BATCH_SECONDS of trials
+    batches.seconds = [0.002] * 8
+    assert batches._chunk() > 30 // (2 * 2) and batches._chunk() * 0.002 >= batches.MIN_BATCH_SECONDS - 1e-9
