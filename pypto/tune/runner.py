@@ -19,11 +19,13 @@ _EVALUATORS: dict = {}  # on a worker: (source, space, seed) -> Evaluator, kept 
 _KEEP_EVALUATORS = 4
 
 
-def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0, baseline=None) -> tuple:
+def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0, baseline=None,
+               fitted=()) -> tuple:
     """Trials on a worker: load the kernel by its source (once per process) and evaluate each
     ``(number, config)`` of ``numbered``; the worker keeps its compiled versions between calls.
-    Returns the records and, per compiled part they ran, its `SameSchedule` (the driver answers
-    configurations of an already simulated schedule without sending them)."""
+    ``fitted``: keys of compiled parts the driver's `Evaluator.fit` already found to fit, not
+    traced again here. Returns the records and, per compiled part they ran, its `SameSchedule`
+    (the driver answers configurations of an already simulated schedule without sending them)."""
     import json
 
     from .key import describe_baseline
@@ -34,6 +36,7 @@ def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0,
         while len(_EVALUATORS) >= _KEEP_EVALUATORS:  # a long-lived worker serves many sweeps
             _EVALUATORS.pop(next(iter(_EVALUATORS)))
         evaluator = _EVALUATORS[key] = Evaluator(source.load(), Space.from_dict(space), seed, baseline=baseline)
+    evaluator.assume_fits(fitted)
     records, classes = [], {}
     for number, config in numbered:
         records.append(evaluator.evaluate(config, number))
@@ -153,12 +156,18 @@ class DaskRunner:
         pending = as_completed(with_results=True, raise_errors=False)  # results fetched as they finish
         batch = _Batches(self, strategy, results, budget, deadline, on_trial, stop)
         batches: dict = {}
+        fit = getattr(strategy, "fit", None)
+        fit = fit if isinstance(fit, _Fitter) else None
 
         def submit() -> bool:
             numbered = batch.take()
             if not numbered:
                 return False
-            future = self.client.submit(run_trials, self.source, space, numbered, self.seed, self.baseline,
+            # the driver traced each new tile once to see that it fits (`_Pruned`): the worker
+            # need not trace it again before compiling it
+            fitted = sorted({part for part in (config_key(compile_part(c)) for _, c in numbered)
+                             if fit is not None and fit.fits(part)})
+            future = self.client.submit(run_trials, self.source, space, numbered, self.seed, self.baseline, fitted,
                                         pure=False,
                                         retries=self.retries, key=f"pypto-tune-{numbered[0][0]}-{os.urandom(4).hex()}")
             batches[future.key] = numbered
@@ -199,10 +208,15 @@ class _Batches:
     sweep simulates each schedule once on any number of workers, instead of once per worker).
     A batch holds as many trials as take about `BATCH_SECONDS` on a worker (one at first: the
     first trials compile), at most ``chunk`` (`LEARNING_BATCH` for a strategy that learns from
-    each result, such as TPE), never more than an even share of what is left, so every worker
-    gets some."""
+    each result, such as TPE), never more than an even share of what is left to send (the
+    configurations left, times the share of those asked so far that were sent rather than
+    answered here), so every worker gets some and none is left with a long last batch."""
 
-    BATCH_SECONDS = 1.0  # a Dask task costs the scheduler a few ms of CPU (more on a loaded machine)
+    # a Dask task costs the driver and its scheduler a few ms of CPU (more on a loaded machine):
+    # a quarter second of trials keeps that near 1%, and the last batches short (at 1 s, a sweep of
+    # a few seconds on two workers ended with one worker idle for most of a batch)
+    BATCH_SECONDS = 0.25
+    MIN_BATCH_SECONDS = 0.05
     LEARNING_BATCH = 8
 
     def __init__(self, runner, strategy, results, budget, deadline, on_trial, stop):
@@ -210,6 +224,7 @@ class _Batches:
         self.budget, self.deadline, self.on_trial, self.stop = budget, deadline, on_trial, stop
         self.number = results.next_number
         self.submitted = len(results)
+        self.asked = self.sent = 0  # configurations asked of the strategy by this sweep; of them, sent
         self.classes: dict = {}  # compiled part -> SameSchedule
         self.simulated: dict = {}  # schedule key -> the record of its trial (None: still running)
         self.waiting: dict = {}  # schedule key -> [(number, config)] answered when its trial comes back
@@ -223,13 +238,18 @@ class _Batches:
     def _chunk(self) -> int:
         left = (self.runner.space.size if self.budget is None else min(self.budget, self.runner.space.size)) \
             - self.submitted
+        if self.asked:  # most configurations of a runtime sweep are answered here, not sent
+            left = min(left, left * self.sent // self.asked)
         share = max(1, left // (2 * self.runner.workers))
         if not self.seconds:
             return 1
         # the mean, not the median: the few trials that simulate (the others of their schedule
         # are answered here, or by the worker's Replayer) are what a batch waits for
         typical = sum(self.seconds) / len(self.seconds)
-        return max(1, min(self.cap, share, int(self.BATCH_SECONDS / max(typical, 1e-6))))
+        # ...but not below `MIN_BATCH_SECONDS` of trials: the last configurations of a runtime
+        # sweep are mostly answered here, and a Dask task per fast trial costs more than it runs
+        floor = int(self.MIN_BATCH_SECONDS / max(typical, 1e-6))
+        return max(1, min(self.cap, max(share, floor), int(self.BATCH_SECONDS / max(typical, 1e-6))))
 
     def _key(self, config):
         same = self.classes.get(config_key(compile_part(config)))
@@ -255,6 +275,7 @@ class _Batches:
             number = self.number
             self.number += 1
             self.submitted += 1
+            self.asked += 1
             key = self._key(config)
             if key is not None:
                 if key in self.simulated:
@@ -267,6 +288,7 @@ class _Batches:
                 self.simulated[key] = None
                 self.sent_key[number] = key
             numbered.append((number, config))
+        self.sent += len(numbered)
         return numbered
 
     def finished(self, records: list, classes: dict) -> None:
@@ -312,6 +334,10 @@ class _Fitter:
             kernel, space, seed, baseline = self.args
             self.evaluator = Evaluator(kernel, space, seed, baseline=baseline)
         return self.evaluator.fit(config)
+
+    def fits(self, part: str) -> bool:
+        """Whether compiled part ``part`` (a `config_key` of a compile part) was traced here and fits."""
+        return self.evaluator is not None and self.evaluator.fits(part)
 
 
 def _finish(record, strategy, results, on_trial) -> None:

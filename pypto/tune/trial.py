@@ -260,6 +260,18 @@ class Evaluator:
             self._fits[key] = self._fit(config)
         return self._fits[key]
 
+    def fits(self, part: str) -> bool:
+        """Whether compiled part ``part`` (the `config_key` of a configuration's compile part) was
+        traced by `fit` here and found to fit."""
+        return part in self._fits and self._fits[part] is None
+
+    def assume_fits(self, parts) -> None:
+        """Take the compiled parts ``parts`` as fitting without tracing them (another process's
+        `fit` found so: a Dask sweep's driver checks each new tile once, before sending it). A
+        tile the estimate would have rejected is compiled and run as any tile it lets through."""
+        for part in parts:
+            self._fits.setdefault(part, None)
+
     def _fit(self, config: dict):
         import torch
 

@@ -264,3 +264,28 @@ def _part(config):
     from pypto.tune.space import compile_part, config_key
 
     return config_key(compile_part(config))
+
+
+def test_a_batch_is_a_share_of_what_is_left_to_send_not_of_every_configuration_left():
+    # a runtime sweep answers most configurations on the driver (their schedule is known): a
+    # batch is sized by the trials still to send, else one worker would get most of them at once
+    # and the other would idle through the sweep's end
+    from types import SimpleNamespace
+
+    from pypto.tune.results import Results
+    from pypto.tune.runner import _Batches
+    from pypto.tune.search import GridSearch
+
+    space = tune.space(SHAPE, options={"device_sched_mode": [0, 1, 2, 3], "stitch_function_max_num": list(range(1, 101))})
+    batches = _Batches(SimpleNamespace(space=space, workers=2, chunk=64), GridSearch(space), Results(),
+                       None, None, None, None)
+    assert batches._chunk() == 1  # nothing known yet (the first trials compile)
+    batches.seconds = [0.01] * 8  # 10 ms trials: the time target allows 25
+    batches.submitted = batches.asked = 100
+    batches.sent = 100
+    every_one_sent = batches._chunk()
+    batches.sent = 10  # one in ten was sent: about 30 of the 300 left will be
+    assert every_one_sent == int(batches.BATCH_SECONDS / 0.01) and 2 * 2 * batches._chunk() <= 30
+    # ...but a Dask task is not spent on less than MIN_BATCH_SECONDS of trials
+    batches.seconds = [0.002] * 8
+    assert batches._chunk() > 30 // (2 * 2) and batches._chunk() * 0.002 >= batches.MIN_BATCH_SECONDS - 1e-9

@@ -68,3 +68,33 @@ def test_a_cluster_driver_sends_one_trial_of_a_tile_that_cannot_fit():
     while (config := chosen.ask()) is not None:
         handed.append(config)
     assert [c["TILE"] for c in handed] == [32, 32, 32, 32, 512]
+
+
+def test_a_worker_does_not_trace_again_a_tile_the_driver_found_to_fit(monkeypatch):
+    # a Dask sweep's driver traces each new tile once (`_Pruned`); the parts it found to fit go
+    # with the batch, so the worker compiles them without tracing them a second time
+    from pypto.tune import runner
+    from pypto.tune.source import KernelSource
+    from pypto.tune.space import compile_part, config_key
+
+    space = tune.space(ROWS, TILE=[32, 64, 512])
+    fitter = _Fitter(exp_rows, space, 0, None)
+    configs = list(space.grid())
+    assert [fitter(c) is None for c in configs] == [True, True, False]
+    parts = [config_key(compile_part(c)) for c in configs]
+    fitted = [p for p in parts if fitter.fits(p)]
+    assert fitted == parts[:2]  # the tile that cannot fit is never passed on as fitting
+
+    traced = []
+    real = Evaluator._fit
+    monkeypatch.setattr(Evaluator, "_fit", lambda self, config: traced.append(config["TILE"]) or real(self, config))
+    monkeypatch.setattr(runner, "_EVALUATORS", {})
+    records, _ = runner.run_trials(KernelSource.of(exp_rows), space.to_dict(), list(enumerate(configs)),
+                                   fitted=fitted)
+    assert traced == [512]  # only the tile the driver did not vouch for
+    alone = Evaluator(exp_rows, space)
+    for record, config in zip(records, configs):  # the same records as a worker that traced every tile
+        want = alone.evaluate(config, record.number)
+        assert (record.status, record.makespan_cycles, record.numbers_match, record.extra.get("stage")) == \
+            (want.status, want.makespan_cycles, want.numbers_match, want.extra.get("stage"))
+    assert [r.status for r in records] == ["ok", "ok", "failed"]
