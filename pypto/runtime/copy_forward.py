@@ -20,7 +20,10 @@ from .plan import Step
 from .reduction_fold import storage_dtype
 
 
-def _reshape_leaf(leaf) -> bool:
+def reshape_leaf(leaf) -> bool:
+    """Is ``leaf`` one reshape of one param (a data move, nothing computed)? False for None."""
+    if leaf is None:
+        return False
     ops = leaf.ops
     return len(ops) == 1 and ops[0].kind == "reshape" and len(ops[0].inputs) == 1 and len(ops[0].outputs) == 1
 
@@ -73,7 +76,7 @@ def forward_reshape_copies(steps, layout) -> list:
     out = list(steps)
     for n, s in enumerate(steps):
         leaf = leaves.get(s.leaf)
-        if leaf is None or len(s.ins) != 1 or len(s.outs) != 1 or not _reshape_leaf(leaf):
+        if leaf is None or len(s.ins) != 1 or len(s.outs) != 1 or not reshape_leaf(leaf):
             continue
         src, dst = s.ins[0], s.outs[0]
         if dst[1] < layout.n_params or src[1] == dst[1] or \
@@ -99,4 +102,4 @@ def forward_reshape_copies(steps, layout) -> list:
     return out
 
 
-__all__ = ["forward_reshape_copies"]
+__all__ = ["forward_reshape_copies", "reshape_leaf"]

@@ -28,7 +28,7 @@ from .memory_budget import require_fits
 from .control import Stitcher, walk
 from .memory import Layout, Memory
 from .plan import Planner, levels, run_steps
-from .copy_forward import forward_reshape_copies
+from .copy_forward import forward_reshape_copies, reshape_leaf
 from .reduction_fold import fold_split_reductions
 from .replay import compile_replay
 from .regions import RegionIndex
@@ -68,17 +68,21 @@ class CallPlan:
         self.replay = None
         self.runs = 0
 
-    def run_steps(self, work, scratch, direct: bool, views=None, shares=None) -> None:
+    def run_steps(self, work, scratch, direct: bool, views=None, shares=None) -> tuple:
         """Run the steps on ``work`` (the caller's tensors, then the workspaces); ``views``: what
-        ``self.replay.views`` gave for them (the cached call asks first)."""
+        ``self.replay.views`` gave for them (the cached call asks first). Returns the steps left
+        for the memory view to run when it is read (view_only_steps.py; the replay's only)."""
         replay = self.replay
         if replay is not None and direct:
             replay(work, views if views is not None else replay.views(work, False), scratch)
-            return
+            return replay.deferred
         self.runs += 1
         if self.runs == 2 and direct:  # (None for a plan of too many steps: it keeps the interpreter)
-            self.replay = compile_replay(self.folded, self.layout.n_params, shares)
+            leaves = self.layout.lowered.leaves
+            self.replay = compile_replay(self.folded, self.layout.n_params, shares,
+                                         lambda s: reshape_leaf(leaves.get(s.leaf)))
         run_steps(self.folded, work, scratch, direct=direct)
+        return ()
 
     def offer(self, slabs, scratch) -> list:
         """Item sizes for the budget: the workspaces (one item), then each temporary."""
@@ -171,13 +175,16 @@ class LoweredExecutor:
         if call is None:
             return None
         if call[2] is None:
+            if call[6]:  # the steps only this view reads (view_only_steps.py), run on first read
+                pending, call[6] = call[6], ()
+                run_steps(pending, call[4], None, direct=True)
             call[2] = Memory(call[3], call[4])
         return call[2]
 
     def _ran(self, last, stream, memory, same, layout=None, work=None) -> None:
         # one slot per call: [device tasks and info, stream, Memory or None (built from layout and
-        # work when read), layout, work, same]
-        self._mine.call = [last, stream, memory, layout, work, same]
+        # work when read), layout, work, same, steps left for that read to run first]
+        self._mine.call = [last, stream, memory, layout, work, same, ()]
 
     def run(self, tensors: list, env: dict, options=None):
         """Execute with the caller's tensors and dynamic sizes; ``options`` are the resolved options
@@ -242,12 +249,12 @@ class LoweredExecutor:
                 plan.spare = None
                 self._touch(key)
                 scratch = taken[1]
-                replay(tensors, views, scratch)
+                replay(tensors, views, scratch)  # (no workspace: no step left for the memory view)
                 if any(scratch):
                     self.budget.keep(plan, plan.offer([], scratch))
                 else:
                     plan.spare = taken
-                self._mine.call = [plan.head, plan.stream, None, plan.layout, tensors, ()]  # see _ran
+                self._mine.call = [plan.head, plan.stream, None, plan.layout, tensors, (), ()]  # see _ran
                 return self._returns(plan, tensors)
         else:
             shared = self._shares_written
@@ -293,13 +300,14 @@ class LoweredExecutor:
             self._viewing = plan
         if views is not None:  # the cached call: the replay is there and the views made
             plan.replay(work, views, scratch)
+            pending = plan.replay.deferred
         else:
-            plan.run_steps(work, scratch, direct, None, self._shares_written)
+            pending = plan.run_steps(work, scratch, direct, None, self._shares_written)
         if slabs or any(scratch):
             self.budget.keep(plan, plan.offer(slabs, scratch))
         else:  # nothing to keep: the next call takes the same (empty) scratch, no bytes counted
             plan.spare = (None, scratch)
-        self._mine.call = [plan.head, plan.stream, None, layout, work, same]  # see _ran
+        self._mine.call = [plan.head, plan.stream, None, layout, work, same, pending]  # see _ran
         return self._returns(plan, tensors)
 
     def _run_checked(self, tensors, env, options, deferred, max_roots, vso, serial):

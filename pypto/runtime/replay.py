@@ -16,6 +16,7 @@ interpreter (its per-step overhead is small beside the leaves' work).
 from __future__ import annotations
 
 from ..errors import KernelRuntimeError, PyptoError
+from .view_only_steps import view_only_steps
 
 MAX_STEPS = 512  # beyond this the generated source costs more to compile than it saves
 
@@ -37,7 +38,7 @@ def _store(r, dst, size, nb):
     dst.copy_(r)
 
 
-def compile_replay(steps, n_params: int, shares=None):
+def compile_replay(steps, n_params: int, shares=None, moves_only=None):
     """``replay(tensors, views, scratch)``: the ``steps`` run on the GM ``tensors`` (storage index
     -> tensor: the ``n_params`` caller's tensors, then the workspaces) with their temporaries in
     ``scratch`` (one dict per step), as ``run_steps(steps, tensors, scratch, direct=True)``;
@@ -52,9 +53,14 @@ def compile_replay(steps, n_params: int, shares=None):
     made for a call that ran directly on them). ``replay.forget()`` drops the views (the
     executor does when it runs another plan, so a kernel holds the views of its last call only,
     as it holds that call's memory). The workspaces' views are made at every call: the workspace
-    budget may drop the workspaces."""
+    budget may drop the workspaces.
+
+    With ``moves_only`` (step -> does its leaf only move data), the steps whose results only the
+    memory view reads (view_only_steps.py) are left out: ``replay.deferred`` lists them, in
+    order, for the executor to run when that view is read."""
     if len(steps) > MAX_STEPS:
         return None
+    later = view_only_steps(steps, n_params, moves_only) if moves_only is not None else frozenset()
     glob = {"PyptoError": PyptoError, "KernelRuntimeError": KernelRuntimeError, "_unalias": _unalias,
             "_store": _store, "KEPT": [None], "SHARES": shares}
     used = sorted({v[1] for s in steps for v in (*s.ins, *s.outs)})
@@ -74,6 +80,8 @@ def compile_replay(steps, n_params: int, shares=None):
 
     body = []
     for n, step in enumerate(steps):
+        if n in later:
+            continue
         glob[f"F{n}"], glob[f"E{n}"], glob[f"B{n}"], glob[f"S{n}"], glob[f"L{n}"], glob[f"M{n}"] = \
             step.fn, step.ev, step.B, step.S, step.leaf, step.memo
         P = ["None"] * step.nparams
@@ -141,6 +149,7 @@ def compile_replay(steps, n_params: int, shares=None):
     exec(compile(source, "<pypto replay>", "exec"), namespace)  # noqa: S102 - our own generated code
     fn = namespace["replay"]
     fn.source = source
+    fn.deferred = tuple(steps[n] for n in sorted(later))
     fn.views = namespace["views"]
     fn.forget = lambda: namespace["KEPT"].__setitem__(0, None)
     return fn
