@@ -12,6 +12,7 @@ import collections
 import copy
 import functools
 import inspect
+import math
 import sys
 import time
 import weakref
@@ -47,6 +48,7 @@ from .signature import Signature
 from .version_cache import DEFAULT_MAXSIZE, VersionCache, check_maxsize
 from .outputs import check_outputs
 from ..runtime.memory_budget import require_fits
+from .nz_format import is_nz, nz_aligned_shape, nz_padded
 from .strided import check_written, dense_numpy, write_back
 from .trace import trace
 
@@ -765,6 +767,14 @@ def _bind_tensors(sig: Signature, raw: list, loc, opts=None):
                          param=spec.param, loc=loc)
             strided = (strided or []) + [(n - 1, t)]
             t = t.contiguous()
+        if t.__class__ is not _torch.Tensor and is_nz(t):  # NZ storage: its aligned shape (nz_format.py)
+            aligned = nz_aligned_shape(tuple(t.shape), t.element_size())
+            if aligned != tuple(t.shape):  # checked against the memory budget before it is allocated
+                require_fits(math.prod(aligned) * t.element_size(),
+                             f"the NZ-aligned copy of tensor argument '{spec.param}'", opts, param=spec.param, loc=loc)
+                padded = nz_padded(t)
+                strided = [(i, o) for i, o in (strided or []) if i != n - 1] + [(n - 1, original)]
+                t = padded
         shape = tuple(t.shape)
         if spec.dims is None:
             kd = shape

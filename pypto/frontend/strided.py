@@ -93,7 +93,10 @@ def write_back(strided: list, compiled, tensors: list) -> None:
     for i, original in strided:
         if params[i].value.id not in written:
             continue
+        copy = tensors[i]
+        if tuple(copy.shape) != tuple(original.shape):  # an NZ argument's aligned copy (nz_format.py)
+            copy = copy[tuple(slice(0, s) for s in original.shape)]
         if isinstance(original, _torch.Tensor):
-            original.copy_(tensors[i])
+            original.copy_(copy)
         else:  # a numpy array torch could not view, or a strided one
-            _np.copyto(original, tensors[i].numpy())
+            _np.copyto(original, copy.numpy())

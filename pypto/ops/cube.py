@@ -31,7 +31,7 @@ from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_FP16, DT_FP32, DT_INT8, FP8_DTYPES
 from ..enums import ConvReLuType
-from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, KernelRuntimeError, ShapeError
 from ..ir import expr as E
 from ..runtime.machine import current_machine, has_feature
 from .common import check_dtype, dtype_arg, emit, loc, require, same_size, tensor_arg
@@ -106,6 +106,21 @@ def _block_scales(s, k, like):
     return full
 
 
+def _scales_for_rows(s, rows_k, name, operand):
+    """Scales ``[..., R, KB, 2]`` for operand rows ``[..., M, K]`` with ``R <= M``. A view past the
+    end of a scale tensor (an NZ operand's padding rows, nz_format.py) has fewer scale rows than
+    operand rows; those rows must be zeros, which any scale leaves zero, so they get scale 1. A
+    non-zero row without a scale has no defined value: an error, never a guessed number."""
+    have, want = s.shape[-3], rows_k.shape[-2]
+    if have >= want:
+        return s
+    if bool(rows_k.narrow(-2, have, want - have).ne(0).any()):
+        raise KernelRuntimeError(f"pypto.scaled_mm: rows {have}..{want - 1} of '{operand}' are not zero but "
+                                 f"'{name}' has scales for {have} rows only")
+    pad = torch.ones((*s.shape[:-3], want - have, *s.shape[-2:]), dtype=s.dtype)
+    return torch.cat([s, pad], dim=-3)
+
+
 @register("scaled_mm", kind="cube", dtypes=SCALED_MM_IN)
 def _scaled_mm(ins, attrs, ev):
     """Block-scaled operands multiplied with fp32 accumulation over the valid K extent."""
@@ -120,8 +135,11 @@ def _scaled_mm(ins, attrs, ev):
         sa = sa.transpose(-3, -2)  # -> [..., M, KB, 2]
     if not attrs["scale_b_trans"]:
         sb = sb.transpose(-3, -2)  # -> [..., N, KB, 2]
+    sa = _scales_for_rows(sa, a, "scale_a", "mat_a")
+    bt = b.transpose(-1, -2)
+    sb = _scales_for_rows(sb, bt, "scale_b", "mat_b")
     a = a * _block_scales(sa, k, a)
-    b = b * _block_scales(sb, k, b.transpose(-1, -2)).transpose(-1, -2)
+    b = b * _block_scales(sb, k, bt).transpose(-1, -2)
     return apply_epilogue(torch.matmul(a, b), ins, attrs)
 
 

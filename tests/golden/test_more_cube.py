@@ -130,6 +130,32 @@ def test_scaled_mm_dynamic_row_tiles():
     check_kernel(kernel, [a, b, sa, sb, out], ref_scaled_mm(a, b, sa, sb), out=4)
 
 
+def test_scaled_mm_rows_past_the_scales_end():
+    """A scale view past its tensor's end (upstream's kernels over an NZ operand's padding rows):
+    zero rows of the operand get scale 1 (so stay zero), a non-zero row without a scale is an error."""
+
+    @pypto.jit
+    def kernel(a: pypto.Tensor(), b: pypto.Tensor(), sa: pypto.Tensor(), sb: pypto.Tensor(), out: pypto.Tensor()):
+        rows = a.shape[0]
+        out[:] = pypto.scaled_mm(a, b, pypto.DT_FP32, pypto.view(sa, [rows, 2, 2], [0, 0, 0],
+                                                                   valid_shape=[rows, 2, 2]), sb)
+
+    m, k, n = 20, 96, 6
+    a, b = operand((m, k), I8, 13), operand((k, n), I8, 14)
+    a[16:] = 0  # the padding rows
+    sa, sb = scales_for(16, k, n, False, False)  # scales for the 16 real rows only
+    out = torch.full((m, n), float("nan"))
+    want = torch.cat([ref_scaled_mm(a[:16], b, sa, sb), torch.zeros(4, n)])
+    check_kernel(kernel, [a, b, sa, sb, out], want, out=4)
+    a[17, 3] = 1
+    before = out.clone()
+    with pytest.raises(pypto.KernelRuntimeError, match="rows 16..19 of 'mat_a' are not zero"):
+        kernel(a, b, sa, sb, out)
+    a[17, 3] = 0
+    check_kernel(kernel, [a, b, sa, sb, out], want, out=4)  # the next good call works
+    assert torch.equal(out, before)
+
+
 def test_scaled_mm_rejects():
     m, k, n = 4, 64, 4
     sa, sb = scales_for(m, k, n, False, False)

@@ -127,9 +127,15 @@ assert nz.data_ptr() == w.data_ptr() and torch.equal(nz, w)  # an alias in the l
 for derived in (nz.cpu(), nz + 1, nz.to(torch.float16), nz[0], nz.reshape(-1), torch.split(nz, 8)[0]):
     assert derived.device.type == "cpu" and torch_npu.get_npu_format(derived) == torch_npu.Format.ND
 assert nz.mul_(2) is nz and torch.equal(w, nz)  # an in-place op returns the tensor itself
-out = torch.empty(17, 32, device="npu")
-scale_add(nz, nz, out)  # kernels take it like any CPU tensor
-torch.testing.assert_close(out, w * 3.0)
+out = torch.empty(32, 32, device="npu")
+scale_add(nz, nz, out)  # as upstream's from_torch: the kernel sees the NZ-aligned shape, 17 rows -> 32, zeros below
+torch.testing.assert_close(out[:17], w * 3.0)
+assert torch.equal(out[17:], torch.zeros(15, 32)) and nz.shape == (17, 32)
+o = torch_npu.npu_format_cast(torch.full((17, 32), 7.0, device="npu"), 29)
+src = torch.randn(32, 32, device="npu")
+scale_add(src, src, o)  # a written NZ argument: its logical 17 rows come back, its shape stays
+assert o.shape == (17, 32) and torch_npu.get_npu_format(o) == 29
+torch.testing.assert_close(o.cpu(), src[:17] * 3.0)
 m = torch.zeros(4, 4, device="npu")
 assert torch_npu.npu_format_cast_(m, 29) is m and m.device.type == "npu" and torch_npu.get_npu_format(m) == 29
 assert "format 29" in repr(nz)

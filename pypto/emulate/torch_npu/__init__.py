@@ -5,8 +5,8 @@ module as ``torch.npu``), storage formats (``Format``, ``npu_format_cast``, ``ge
 ``npu_dtype_cast``, ``npu_trans_quant_param``, a ``profiler`` that records nothing, and the
 compute ops golden references call (``npu_quantize``, ``npu_dynamic_quant``,
 ``npu_quant_matmul``, ``npu_swiglu``). Data stays in the logical (ND) layout whatever format a
-tensor is given: a format is recorded on the tensor, which is what pypto kernels see on the
-simulator anyway.
+tensor is given: a format is recorded on the tensor. A pypto kernel sees an NZ tensor in its
+NZ-aligned shape, zero-padded, as upstream's ``from_torch`` gives it (pypto/frontend/nz_format.py).
 """
 
 from __future__ import annotations
