@@ -772,9 +772,9 @@ def _bind_tensors(sig: Signature, raw: list, loc, opts=None):
             if aligned != tuple(t.shape):  # checked against the memory budget before it is allocated
                 require_fits(math.prod(aligned) * t.element_size(),
                              f"the NZ-aligned copy of tensor argument '{spec.param}'", opts, param=spec.param, loc=loc)
-                padded = nz_padded(t)
+                t = nz_padded(t, aligned)
+                # written back into the caller's tensor (replacing a strided entry's dense copy)
                 strided = [(i, o) for i, o in (strided or []) if i != n - 1] + [(n - 1, original)]
-                t = padded
         shape = tuple(t.shape)
         if spec.dims is None:
             kd = shape

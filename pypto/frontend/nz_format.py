@@ -37,12 +37,8 @@ def is_nz(t) -> bool:
     return getattr(t, "_pypto_npu_format", None) == FRACTAL_NZ
 
 
-def nz_padded(t):
-    """A zero-padded dense copy of NZ tensor ``t`` in its aligned shape, or None when ``t`` is
-    already aligned (then the call runs on ``t`` itself)."""
-    shape = nz_aligned_shape(tuple(t.shape), t.element_size())
-    if shape == tuple(t.shape):
-        return None
+def nz_padded(t, shape):
+    """A zero-padded dense copy of NZ tensor ``t`` in ``shape`` (its ``nz_aligned_shape``)."""
     plain = t.as_subclass(_torch.Tensor)
     out = _torch.zeros(shape, dtype=plain.dtype)
     out[tuple(slice(0, s) for s in plain.shape)] = plain
