@@ -95,11 +95,15 @@ class CallPlan:
         for (n, i), ok in zip(where, grant[1:]):
             if not ok:
                 del scratch[n][i]
+        if not grant[0] and self.replay is not None:
+            self.replay.forget_work()  # (its views of the dropped workspaces would hold their memory)
         self.spare = (slabs if grant[0] else None, scratch)
 
     def release(self) -> None:
         """Drop the kept tensors (the budget makes room for another plan)."""
         self.spare = None
+        if self.replay is not None:
+            self.replay.forget_work()
 
 
 def _reads_elements(lowered) -> bool:
@@ -218,7 +222,9 @@ class LoweredExecutor:
                 plan = self._plan(tensors, env, max_roots, vso, serial, same)
             self._plans[key] = plan
             if len(self._plans) > PLAN_CACHE_SIZE:
-                self.budget.forget(self._plans.popitem(last=False)[1])
+                dropped = self._plans.popitem(last=False)[1]
+                self.budget.forget(dropped)
+                dropped.release()
         else:
             self._touch(key)
         return self._execute(plan, tensors, same, not (same or serial), options)

@@ -52,8 +52,10 @@ def compile_replay(steps, n_params: int, shares=None, moves_only=None):
     call is not for this path), unless the views kept are for these very tensors (they were
     made for a call that ran directly on them). ``replay.forget()`` drops the views (the
     executor does when it runs another plan, so a kernel holds the views of its last call only,
-    as it holds that call's memory). The workspaces' views are made at every call: the workspace
-    budget may drop the workspaces.
+    as it holds that call's memory). The workspaces' views are made once per set of workspaces
+    and kept while the next call passes the very same workspace tensors (the plan's kept ones);
+    ``replay.forget_work()`` drops them (the plan does when its budget drops its workspaces, whose
+    memory the views would otherwise hold).
 
     With ``moves_only`` (step -> does its leaf only move data), the steps whose results only the
     memory view reads (view_only_steps.py) are left out: ``replay.deferred`` lists them, in
@@ -62,10 +64,11 @@ def compile_replay(steps, n_params: int, shares=None, moves_only=None):
         return None
     later = view_only_steps(steps, n_params, moves_only) if moves_only is not None else frozenset()
     glob = {"PyptoError": PyptoError, "KernelRuntimeError": KernelRuntimeError, "_unalias": _unalias,
-            "_store": _store, "KEPT": [None], "SHARES": shares}
+            "_store": _store, "KEPT": [None], "HELD": [None], "SHARES": shares}
     used = sorted({v[1] for s in steps for v in (*s.ins, *s.outs)})
     params = [sid for sid in used if sid < n_params]
     kept: dict = {}  # view of a caller's tensor -> its name (made once, before the steps)
+    held: dict = {}  # view of a workspace -> its name (made once per set of workspaces)
 
     def view(v, n, k):
         _, sid, size, stride, off = v
@@ -75,8 +78,11 @@ def compile_replay(steps, n_params: int, shares=None, moves_only=None):
                 name = kept[v[1:]] = f"v{len(kept)}"
                 glob[f"Z{name}"], glob[f"R{name}"] = size, stride
             return name
-        glob[f"Z{n}_{k}"], glob[f"R{n}_{k}"] = size, stride
-        return f"t{sid}.as_strided(Z{n}_{k}, R{n}_{k}, o{sid} + {off})"
+        name = held.get(v[1:])
+        if name is None:
+            name = held[v[1:]] = f"u{len(held)}"
+            glob[f"Z{name}"], glob[f"R{name}"] = size, stride
+        return name
 
     body = []
     for n, step in enumerate(steps):
@@ -96,12 +102,7 @@ def compile_replay(steps, n_params: int, shares=None, moves_only=None):
             for k, v in enumerate(step.outs):
                 if v[0] not in direct:
                     continue
-                made = view(v, n, f"o{k}")
-                if not made.startswith("v"):  # a workspace's view: made once, named, so that the
-                    # result computed into it is recognised (a second view would be copied onto it)
-                    body.append(f"    w{k} = {made}")
-                    made = f"w{k}"
-                O[v[0]] = outs[k] = made
+                O[v[0]] = outs[k] = view(v, n, f"o{k}")
             body.append(f"    O = [{', '.join(O)}]")
         body.append("    try:")
         body.append(f"        res = F{n}(P, E{n}, B{n}, S{n}, {'O' if direct else 'None'}, scratch[{n}], M{n})")
@@ -118,8 +119,8 @@ def compile_replay(steps, n_params: int, shares=None, moves_only=None):
                 body.append(f"    r = res[{p}]")
                 body.append(f"    if r is not {outs[k]}: _store(r, {outs[k]}, {outs[k]}.shape, {nb})")
             else:
-                body.append(f"    d = {view(v, n, f'o{k}')}")
-                body.append(f"    _store(res[{p}], d, d.shape, {nb})")
+                d = view(v, n, f"o{k}")
+                body.append(f"    _store(res[{p}], {d}, {d}.shape, {nb})")
     names = ", ".join(f"t{sid}" for sid in params)
     made = ", ".join(kept.values())
     lines = ["def views(T, check):"]
@@ -138,12 +139,23 @@ def compile_replay(steps, n_params: int, shares=None, moves_only=None):
     lines.append(f"    KEPT[0] = ({''.join(n + ', ' for n in names.split(', ') if n)}key, V)")
     lines.append("    return V")
     lines.append("")
+    work = [sid for sid in used if sid >= n_params]
+    lines.append("def work_views(T):")
+    for sid in work:
+        lines.append(f"    t{sid} = T[{sid}]; o{sid} = t{sid}.storage_offset()")
+    for (sid, size, stride, off), name in held.items():
+        lines.append(f"    {name} = t{sid}.as_strided(Z{name}, R{name}, o{sid} + {off})")
+    lines.append(f"    U = ({''.join(n + ', ' for n in held.values())})")
+    lines.append(f"    HELD[0] = ({''.join(f'T[{sid}], ' for sid in work)}U)")
+    lines.append("    return U")
+    lines.append("")
     lines.append("def replay(T, V, scratch):")
     if kept:
         lines.append(f"    {made}, = V")
-    for sid in used:
-        if sid >= n_params:
-            lines.append(f"    t{sid} = T[{sid}]; o{sid} = t{sid}.storage_offset()")
+    if held:
+        same = "".join(f" and c[{k}] is T[{sid}]" for k, sid in enumerate(work))
+        lines.append("    c = HELD[0]")
+        lines.append(f"    {', '.join(held.values())}, = c[-1] if c is not None{same} else work_views(T)")
     source = "\n".join(lines + body + ["    return None"]) + "\n"
     namespace = dict(glob)
     exec(compile(source, "<pypto replay>", "exec"), namespace)  # noqa: S102 - our own generated code
@@ -152,4 +164,5 @@ def compile_replay(steps, n_params: int, shares=None, moves_only=None):
     fn.deferred = tuple(steps[n] for n in sorted(later))
     fn.views = namespace["views"]
     fn.forget = lambda: namespace["KEPT"].__setitem__(0, None)
+    fn.forget_work = lambda: namespace["HELD"].__setitem__(0, None)
     return fn
