@@ -205,6 +205,7 @@ class Planner:
         self.lowered, self.memory, self.load, self.vso, self.serial = lowered, memory, load, vso, serial
         self.variant_counts = {"main": 0, "tail": 0}
         self._placed = memory.layout.buffers.get  # region key -> Buffer, for the keys placed already
+        self._extents: dict = {}  # (base, end, buffer shape) -> the region's extent (`_signature`)
 
     def plan(self, tasks, level):
         """Steps for ``tasks`` (program order) with their levels, in an order that respects them."""
@@ -221,16 +222,23 @@ class Planner:
         """(hashable group key, its data, per-operand linear offsets) of task ``t``."""
         per, bufs, lins = [], [], []
         placed = self._placed
-        args = t.call.args
-        for p, (key, base, end, tile) in enumerate(zip(t.keys, t.bases, t.ends, t.tiles)):
+        extents = self._extents
+        p = 0
+        for key, base, end, tile in zip(t.keys, t.bases, t.ends, t.tiles):
             buf = placed(key)
             if buf is None:  # an aliased buffer placed on first use
-                buf = self.memory.buffer(key, args[p].value, t.root.env)
-            # the region's extent per dim, clipped at the buffer's edge
-            R = tuple([max(0, (e if e < sh else sh) - b) for b, e, sh in zip(base, end, buf.shape)])
+                buf = self.memory.buffer(key, t.call.args[p].value, t.root.env)
+            shape = buf.shape
+            # the region's extent per dim, clipped at the buffer's edge (a few distinct boxes and
+            # shapes in a call: each computed once)
+            R = extents.get((base, end, shape))
+            if R is None:
+                R = extents[base, end, shape] = tuple([max(0, (e if e < sh else sh) - b)
+                                                       for b, e, sh in zip(base, end, shape)])
             bufs.append(buf)
             per.append((buf.storage, tile, R))
             lins.append(sum(map(mul, base, buf.strides), buf.offset))
+            p += 1
         per = tuple(per)
         return (t.grid, t.extra, per), (t.grid, per, tuple(bufs)), lins
 
