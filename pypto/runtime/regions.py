@@ -22,11 +22,13 @@ inside each cell: later accesses then meet the covering write, which already fol
 retired. So loops over disjoint tiles, accumulators rewritten every iteration and regions read by
 many tasks cost a few dictionary operations per access (a one-box access over a few cells of a
 buffer that has nothing but per-cell entries meets, retires and inserts cell by cell in one pass:
-the numeric runtime's planning at a new size is mostly such accesses). Accesses of many boxes at once (a call
-over a large tile grid) and boxes spanning many cells go through numpy: cells are kept in sorted
-blocks (`cellblocks.py`, merged like a log-structured tree) and matched with `searchsorted`; the
-rows of a loop moving on through a buffer are staged and become one block per few thousand rows. Entries in a cell
-accumulate when boxes are much smaller than cells, so pass the tile shape as ``cell`` when the
+the numeric runtime's planning at a new size is mostly such accesses; `access_task` keeps a buffer seen with
+one box only, a root instance's workspace tile, as that box, its writer and readers, with no cells).
+Accesses of many boxes at once (a call over a large tile grid) and boxes spanning many cells go
+through numpy: cells are kept in sorted blocks (`cellblocks.py`, merged like a log-structured
+tree) and matched with `searchsorted`; the rows of a loop moving on through a buffer are staged
+and become one block per few thousand rows. Entries in a cell accumulate when boxes are much
+smaller than cells, so pass the tile shape as ``cell`` when the
 first access is not tile-sized (the numeric runtime's task boxes).
 """
 
