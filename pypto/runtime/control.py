@@ -284,6 +284,7 @@ class Stitcher:
         self.stream = RootStream()
         self.loads: set = set()  # parameters whose elements control flow read since the last root
         self.parallel = 0  # depth of enclosing pypto.loop(parallel=True)
+        self._calls: dict = {}  # root index -> [(call, CallEval)]
 
     def add_root(self, index: int, env: dict, load):
         read: dict = {}  # tensor elements this root's addresses read, for the timing replay
@@ -299,12 +300,14 @@ class Stitcher:
         env = dict(env)
         inst = RootInstance(index, next(self._seq), env)
         dt.roots.append(inst)
-        root = self.lowered.roots[index]
+        calls = self._calls.get(index)
+        if calls is None:  # (call, its CallEval) per call of the root, looked up once per walk
+            calls = self._calls[index] = [(call, _call_eval(self.lowered, call))
+                                          for call in self.lowered.roots[index].calls]
         tasks = self.tasks
-        for call in root.calls:
-            ce = _call_eval(self.lowered, call)
+        for call, ce in calls:
             grid, bases, exts, tiles, extra, ends = ce(env, recorded)
-            if 0 in grid or any(g < 0 for g in grid):
+            if grid and min(grid) <= 0:  # an empty grid: no task
                 continue
             keys = ce.keys(inst.seq, env)
             alias = ce.alias_of(self.lowered, inst.seq, env, keys, bases, ends, tiles) if ce.aliased else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
+from operator import sub
 from collections import OrderedDict
 
 from .._lazy import torch
@@ -351,19 +352,20 @@ class LoweredExecutor:
         note, known, aliased = layout.note, layout.buffers, layout.alias
         noted = set()  # workspace keys noted already: noting one again for a read changes nothing
         for t in tasks:
-            writes = t.call.writes
+            call = t.call
+            writes = call.writes
             if t.alias is not None:
                 layout.note_aliases(t)
-            args = t.call.args
-            for p, key in enumerate(t.keys):
-                if key in known or key in aliased:  # a parameter (note would do nothing), or aliased
-                    continue
+            p = 0
+            for key in t.keys:
                 if p in writes:
-                    note(key, args[p].value, t.root.env, math.prod([h - l for l, h in zip(t.bases[p], t.ends[p])]))
+                    if key not in known and key not in aliased:  # (a parameter: note would do nothing)
+                        note(key, call.args[p].value, t.root.env, math.prod(map(sub, t.ends[p], t.bases[p])))
+                        noted.add(key)
+                elif key not in noted and key not in known and key not in aliased:
+                    note(key, call.args[p].value, t.root.env)
                     noted.add(key)
-                elif key not in noted:
-                    note(key, args[p].value, t.root.env)
-                    noted.add(key)
+                p += 1
         layout.finish()
         level, edges = levels(tasks, RegionIndex())
         where = {}

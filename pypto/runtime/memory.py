@@ -82,6 +82,7 @@ class Layout:
         self._pending: dict = {}  # value id -> {instance key: (shape, dtype)} in first-use order
         self._written: dict = {}  # instance key -> elements written by the call's tasks
         self._local: set = set()  # value ids of pypto.tensor locals (they start at zero)
+        self._static: dict = {}  # value id -> (shape, torch dtype) of a value of fixed sizes (`note`)
         self.zeroed: list = []  # per slab: must it start at zero?
         # region key -> (key of the buffer whose memory it is, that value, env, own shape): values
         # living in another's memory (passes/aliasing.py) get no storage of their own
@@ -105,7 +106,12 @@ class Layout:
         if inst is None:
             inst = self._pending[value.id] = {}
         if key not in inst:
-            inst[key] = (tuple(int(E.evaluate(s, env)) for s in value.shape), value.dtype.torch())
+            made = self._static.get(value.id)
+            if made is None:
+                made = (tuple(int(E.evaluate(s, env)) for s in value.shape), value.dtype.torch())
+                if all(type(s) is int for s in value.shape):  # the same for every instance
+                    self._static[value.id] = made
+            inst[key] = made
             if value.kind == "local":
                 self._local.add(value.id)
         self._written[key] = self._written.get(key, 0) + written

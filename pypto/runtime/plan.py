@@ -43,20 +43,47 @@ def levels(tasks, engine: RegionIndex | None = None):
     positions in ``tasks`` (one per ordered pair, from the shared dependency engine)."""
     engine = engine if engine is not None else RegionIndex()  # (an empty one is falsy: it has a len)
     access, access_task = engine.access, engine.access_task
+    written = _written_keys(tasks)
     for i, t in enumerate(tasks):
         writes = t.call.writes
         if t.alias is not None:  # an operand living in another value's memory: that memory's region
             for p in range(len(t.keys)):
                 key, lo, hi, tile = t.dependency(p)
-                access(key, i, lo, hi, p in writes, tile)
+                if written is None or key in written:
+                    access(key, i, lo, hi, p in writes, tile)
             continue
-        access_task(i, t.keys, t.bases, t.ends, writes, t.tiles)
+        keys = t.keys
+        if written is None or written.issuperset(keys):
+            access_task(i, keys, t.bases, t.ends, writes, t.tiles)
+            continue
+        kept = [p for p, k in enumerate(keys) if k in written]
+        if kept:
+            access_task(i, [keys[p] for p in kept], [t.bases[p] for p in kept], [t.ends[p] for p in kept],
+                        frozenset(n for n, p in enumerate(kept) if p in writes), [t.tiles[p] for p in kept])
     edges = engine.edge_list()
     level = [0] * len(tasks)
     for i, j, _ in sorted(edges, key=lambda e: e[1]):  # edges point forward: a source is final first
         if level[i] >= level[j]:
             level[j] = level[i] + 1
     return level, edges
+
+
+def _written_keys(tasks):
+    """The dependency keys some task of ``tasks`` writes (None: every key, nothing left out).
+    A read of a key no task writes meets no writer and no later write meets it: it makes no
+    edge, and the engine keeps each key apart, so `levels` leaves such reads out (a row kernel's
+    inputs: half its accesses) and finds the very same edges in the same order."""
+    written = set()
+    add = written.add
+    for t in tasks:
+        if t.alias is None:
+            keys = t.keys
+            for p in t.call.writes:
+                add(keys[p])
+        else:
+            for p in t.call.writes:
+                add(t.dependency(p)[0])
+    return written
 
 
 # ---- leaf analysis ---------------------------------------------------------------------------------
@@ -178,6 +205,7 @@ class Planner:
         self.lowered, self.memory, self.load, self.vso, self.serial = lowered, memory, load, vso, serial
         self.variant_counts = {"main": 0, "tail": 0}
         self._placed = memory.layout.buffers.get  # region key -> Buffer, for the keys placed already
+        self._extents: dict = {}  # (base, end, buffer shape) -> the region's extent (`_signature`)
 
     def plan(self, tasks, level):
         """Steps for ``tasks`` (program order) with their levels, in an order that respects them."""
@@ -194,16 +222,23 @@ class Planner:
         """(hashable group key, its data, per-operand linear offsets) of task ``t``."""
         per, bufs, lins = [], [], []
         placed = self._placed
-        args = t.call.args
-        for p, (key, base, end, tile) in enumerate(zip(t.keys, t.bases, t.ends, t.tiles)):
+        extents = self._extents
+        p = 0
+        for key, base, end, tile in zip(t.keys, t.bases, t.ends, t.tiles):
             buf = placed(key)
             if buf is None:  # an aliased buffer placed on first use
-                buf = self.memory.buffer(key, args[p].value, t.root.env)
-            # the region's extent per dim, clipped at the buffer's edge
-            R = tuple([max(0, (e if e < sh else sh) - b) for b, e, sh in zip(base, end, buf.shape)])
+                buf = self.memory.buffer(key, t.call.args[p].value, t.root.env)
+            shape = buf.shape
+            # the region's extent per dim, clipped at the buffer's edge (a few distinct boxes and
+            # shapes in a call: each computed once)
+            R = extents.get((base, end, shape))
+            if R is None:
+                R = extents[base, end, shape] = tuple([max(0, (e if e < sh else sh) - b)
+                                                       for b, e, sh in zip(base, end, shape)])
             bufs.append(buf)
             per.append((buf.storage, tile, R))
             lins.append(sum(map(mul, base, buf.strides), buf.offset))
+            p += 1
         per = tuple(per)
         return (t.grid, t.extra, per), (t.grid, per, tuple(bufs)), lins
 

@@ -22,11 +22,13 @@ inside each cell: later accesses then meet the covering write, which already fol
 retired. So loops over disjoint tiles, accumulators rewritten every iteration and regions read by
 many tasks cost a few dictionary operations per access (a one-box access over a few cells of a
 buffer that has nothing but per-cell entries meets, retires and inserts cell by cell in one pass:
-the numeric runtime's planning at a new size is mostly such accesses). Accesses of many boxes at once (a call
-over a large tile grid) and boxes spanning many cells go through numpy: cells are kept in sorted
-blocks (`cellblocks.py`, merged like a log-structured tree) and matched with `searchsorted`; the
-rows of a loop moving on through a buffer are staged and become one block per few thousand rows. Entries in a cell
-accumulate when boxes are much smaller than cells, so pass the tile shape as ``cell`` when the
+the numeric runtime's planning at a new size is mostly such accesses; `access_task` keeps a buffer seen with
+one box only, a root instance's workspace tile, as that box, its writer and readers, with no cells).
+Accesses of many boxes at once (a call over a large tile grid) and boxes spanning many cells go
+through numpy: cells are kept in sorted blocks (`cellblocks.py`, merged like a log-structured
+tree) and matched with `searchsorted`; the rows of a loop moving on through a buffer are staged
+and become one block per few thousand rows. Entries in a cell accumulate when boxes are much
+smaller than cells, so pass the tile shape as ``cell`` when the
 first access is not tile-sized (the numeric runtime's task boxes).
 """
 
@@ -98,6 +100,9 @@ class RegionIndex:
         self._src, self._dst, self._kind = array("q"), array("q"), array("b")
         self._chunks: list = []  # numpy (src, dst, kind) batches, in discovery order with the arrays
         self._edges = None
+        # buffers accessed by `access_task` with one box so far: key -> [lo, hi, tile, last writer
+        # or None, readers since]; every other method sees them in cells (`_from_simple`)
+        self._simple: dict = {}
 
     # ---- recording -------------------------------------------------------------------------------
     def access(self, buffer, first: int, lo, hi, write: bool, cell=None) -> None:
@@ -108,6 +113,8 @@ class RegionIndex:
         size on its first access; by default it is the extent of the first box.
         """
         self._edges = None
+        if buffer in self._simple:
+            self._from_simple(buffer)
         if not isinstance(lo, (tuple, list)):  # an int array [m, rank]
             _numpy()
             lo = lo.reshape(len(lo), -1) if lo.ndim != 2 else lo
@@ -140,12 +147,45 @@ class RegionIndex:
     def access_task(self, i: int, keys, los, his, writes, cells) -> None:
         """One task's operands, each one box of plain ints: ``access(keys[p], i, los[p], his[p],
         p in writes, cell=cells[p])`` for every operand ``p`` in order (the numeric runtime's
-        levels, one call per task instead of one per operand)."""
+        levels, one call per task instead of one per operand).
+
+        A buffer every access of which so far had one and the same box (a root instance's
+        workspace tile: most buffers of a planned call) is kept as that box, its last writer and
+        its readers since: a write meets that writer and those readers and replaces them, a read
+        meets the writer, what the cells would find (the box covers what it retires). Its first
+        access with another box puts it into cells (`_from_simple`)."""
         self._edges = None
         buffers = self._buffers
+        simple = self._simple
         for p, key in enumerate(keys):
             lo, hi = tuple(los[p]), tuple(his[p])
             buf = buffers.get(key)
+            if buf is None:
+                one = simple.get(key)
+                if one is None:
+                    if not any(map(le, hi, lo)):  # (a first empty box makes a buffer in cells)
+                        if p in writes:
+                            simple[key] = [lo, hi, cells[p], i, []]
+                        else:
+                            simple[key] = [lo, hi, cells[p], None, [i]]
+                        continue
+                elif one[0] == lo and one[1] == hi:
+                    w = one[3]
+                    if p in writes:
+                        src, dst, kinds = self._src, self._dst, self._kind
+                        if w is not None and w != i:
+                            src.append(w), dst.append(i), kinds.append(WAW)
+                        for r in one[4]:
+                            if r != i:
+                                src.append(r), dst.append(i), kinds.append(WAR)
+                        one[3], one[4] = i, []
+                    else:
+                        if w is not None and w != i:
+                            self._src.append(w), self._dst.append(i), self._kind.append(RAW)
+                        one[4].append(i)
+                    continue
+                else:
+                    buf = self._from_simple(key)
             if buf is None or buf.rank != len(lo):
                 buf = self._buffer(key, len(lo), cells[p], lo, hi)
             write = p in writes
@@ -154,6 +194,21 @@ class RegionIndex:
             plan = self._query(buf, i, lo, hi, write)
             if plan is not None:
                 self._commit(buf, (plan,), write)
+
+    def _from_simple(self, key):
+        """The buffer kept as one box (`access_task`) in cells: the writer and readers it holds
+        as entries of every cell the box meets, as the per-cell path would have left them."""
+        lo, hi, cell, w, readers = self._simple.pop(key)
+        buf = self._buffer(key, len(lo), cell, lo, hi)
+        writers, readers = [(w, lo, hi)] if w is not None else [], [(r, lo, hi) for r in readers]
+        _, _, cks = _cell_range(buf.cell, buf.minus1, lo, hi)
+        if cks is None:  # a box over many cells: kept whole (`_commit`)
+            buf.big[0][:], buf.big[1][:] = writers, readers
+            buf.plain = False
+            return buf
+        for ck in cks:  # (at most SMALL_CELLS of a new buffer: no spill, as `_commit` would find)
+            buf.cells[ck] = (list(writers), list(readers))
+        return buf
 
     def _buffer(self, key, rank, cell, lo0, hi0):
         buf = self._buffers.get(key)

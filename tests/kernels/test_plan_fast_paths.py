@@ -1,8 +1,10 @@
-"""Planning a call at a new size takes the dependency engine's one-pass path for one-box accesses
-over a few cells (`RegionIndex._in_few_cells`). These tests plan real kernels at many sizes,
-tails included (a partial last block, a single block), once with that path and once with the
-general query-then-commit path, and require the very same plan: steps (leaf, variant, batch
-shape, views, tasks), device-task edges and workspace slabs; and the numbers against torch."""
+"""Planning a call at a new size takes the dependency engine's shortcuts: the one-pass path for
+one-box accesses over a few cells (`RegionIndex._in_few_cells`), buffers seen with one box kept
+as that box (`RegionIndex.access_task`), reads of keys no task writes left out (`plan.levels`).
+These tests plan real kernels at many sizes, tails included (a partial last block, a single
+block), once with the shortcuts and once with every access through the general query-then-commit
+path, and require the very same plan: steps (leaf, variant, batch shape, views, tasks),
+device-task edges (kinds and order) and workspace slabs; and the numbers against torch."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 import torch
 
 import pypto
+from pypto.runtime import plan as plan_module
 from pypto.runtime.regions import RegionIndex
 
 try:
@@ -67,14 +70,21 @@ def _plan_text(kernel):
     return steps, [list(dt.edges) for dt in plan.done], list(plan.layout.slabs), plan.info.order
 
 
+def _one_access_per_operand(self, i, keys, los, his, writes, cells):
+    for p, (key, lo, hi, cell) in enumerate(zip(keys, los, his, cells)):
+        self.access(key, i, lo, hi, p in writes, cell=cell)
+
+
 def _both_paths(kernel, args, check):
     """The plan of ``args`` with the one-pass path and with the general path (numbers checked)."""
     executor = kernel.last_run.compiled.executor if kernel.last_run is not None else None
     got = []
     for fast in (True, False):
         with pytest.MonkeyPatch.context() as mp:
-            if not fast:
+            if not fast:  # every access through `RegionIndex.access`, none left out or kept as one box
                 mp.setattr(RegionIndex, "_in_few_cells", lambda self, *a: False)
+                mp.setattr(RegionIndex, "access_task", _one_access_per_operand)
+                mp.setattr(plan_module, "_written_keys", lambda tasks: None)
             if executor is not None:
                 executor._plans.clear()
             check()
@@ -135,3 +145,31 @@ def test_one_pass_path_is_what_planning_takes():
         mp.setattr(RegionIndex, "_in_few_cells", lambda self, *a: taken.append(few_cells(self, *a)) or taken[-1])
         check_kernel(k, (x, y, out), torch.softmax((x + y) * y, -1), out=2)
     assert taken and all(taken)
+
+
+def test_one_box_buffers_and_unwritten_keys_are_what_planning_takes():
+    """Flash attention's planning keeps most buffers as one box (its per-iteration workspaces)
+    and the row kernel's planning leaves out the reads of its inputs: without that, the
+    equalities above would compare a path with itself."""
+    kept, left_out = [], []
+    edge_list, written_keys = RegionIndex.edge_list, plan_module._written_keys
+
+    def edges(self):
+        kept.append(len(self._simple))
+        return edge_list(self)
+
+    def written(tasks):
+        w = written_keys(tasks)
+        left_out.append(len({k for t in tasks for k in t.keys} - w))
+        return w
+    ex = _flash()
+    q, k, v = (rand((1, 96, ex.D), seed=i) for i in range(3))
+    rows = _rows_kernel()
+    x, y, out = rand((40, 64), seed=1), rand((40, 64), seed=2), torch.zeros(40, 64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RegionIndex, "edge_list", edges)
+        mp.setattr(plan_module, "_written_keys", written)
+        check_kernel(ex.flash_attention, (q, k, v, torch.zeros(1, 96, ex.D)), ex.reference(q, k, v), out=3)
+        assert kept and kept[-1] > 10
+        check_kernel(rows, (x, y, out), torch.softmax((x + y) * y, -1), out=2)
+        assert left_out and left_out[-1] == 2  # x and y

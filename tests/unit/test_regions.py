@@ -391,3 +391,60 @@ def test_rank_mismatch_is_an_internal_error():
     deps.access("x", 0, [0, 0], [1, 1], True)
     with pytest.raises(KernelRuntimeError, match="rank"):
         deps.access("x", 1, [0], [1], False)
+
+
+@st.composite
+def task_programs(draw):
+    """Tasks in program order, each accessing a few operands with one box each, the boxes of a
+    buffer drawn from a pool of two or three (so a buffer often sees one box many times, then
+    another): the numeric runtime's `access_task` form. [(id, [(buffer, write, lo, hi)])], cell."""
+    rank = draw(RANK)
+    extent = draw(st.integers(2, 40))
+    box = st.tuples(st.lists(st.integers(0, extent - 1), min_size=rank, max_size=rank),
+                    st.lists(st.integers(0, extent), min_size=rank, max_size=rank))
+    pools = {b: [(tuple(lo), tuple(x + s for x, s in zip(lo, size))) for lo, size in
+                 draw(st.lists(box, min_size=1, max_size=3))] for b in "abcd"}
+    tasks = []
+    for i in range(draw(st.integers(1, 30))):
+        ops = []
+        for _ in range(draw(st.integers(1, 4))):
+            b = draw(st.sampled_from("abcd"))
+            lo, hi = draw(st.sampled_from(pools[b]))
+            ops.append((b, draw(st.booleans()), lo, hi))
+        tasks.append((i, ops))
+    cell = draw(st.one_of(st.none(), st.lists(st.integers(1, 8), min_size=rank, max_size=rank)))
+    return tasks, cell
+
+
+@SETTINGS
+@given(task_programs(), st.sampled_from([1, 2, 10 ** 9]), st.booleans())
+def test_access_task_one_box_buffers_find_the_same_edges_in_the_same_order(prog, crowded, mixed):
+    """`access_task` keeps a buffer seen with one box only as that box, its writer and readers:
+    the same edges, kinds and discovery order as one `access` per operand (the general path),
+    through the switch to cells at another box, with crowded cells, with boxes over many cells
+    (a small ``SMALL_CELLS``), and with `access` calls on the same buffers in between
+    (``mixed``: every other task's operands go through `access`)."""
+    tasks, cell = prog
+    got = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(R, "CROWDED_CELL", crowded)
+        mp.setattr(R, "SMALL_CELLS", 2 if crowded == 2 else 16)
+        for form in ("task", "access"):
+            deps = RegionIndex()
+            for i, ops in tasks:
+                cells = [cell if cell is not None else [h - l for l, h in zip(lo, hi)] for _, _, lo, hi in ops]
+                if form == "task" and not (mixed and i % 2):
+                    deps.access_task(i, [b for b, _, _, _ in ops], [lo for _, _, lo, _ in ops],
+                                     [hi for _, _, _, hi in ops], {p for p, op in enumerate(ops) if op[1]}, cells)
+                else:
+                    for (b, write, lo, hi), c in zip(ops, cells):
+                        deps.access(b, i, list(lo), list(hi), write, cell=c)
+            got[form] = deps.edge_list()
+    assert got["task"] == got["access"]
+    calls = [(i, 1, [(b, w, np.array([lo]), np.array([hi])) for b, w, lo, hi in ops]) for i, ops in tasks]
+    deps = RegionIndex()
+    for i, ops in tasks:
+        deps.access_task(i, [b for b, _, _, _ in ops], [lo for _, _, lo, _ in ops], [hi for _, _, _, hi in ops],
+                         {p for p, op in enumerate(ops) if op[1]},
+                         [cell if cell is not None else [h - l for l, h in zip(lo, hi)] for _, _, lo, hi in ops])
+    _check(calls, len(tasks), deps, single=True)
