@@ -87,23 +87,30 @@ def _check_window(src, offs, dst) -> None:
     window = _window_extents.get(dst._value)
     if window is None:
         return
-    tracer = require("pypto.assemble")
     sv, dv = src._value, dst._value
-    for d, (o, have, declared, room) in enumerate(zip(offs, sv.valid_shape, dv.valid_shape, window)):
+    for d, (o, have, declared) in enumerate(zip(offs, sv.valid_shape, dv.valid_shape)):
         wanted = E.simplify_dim(E.emin(have, E.emax(E.sub(declared, o), 0)))  # what the valid shapes say
-        fits = E.simplify_dim(E.emax(E.sub(room, o), 0))  # what the memory under the view holds
-        if isinstance(wanted, int) and isinstance(fits, int):
-            if wanted > fits:
-                raise ShapeError(f"pypto.assemble: 'dst' is a view whose valid shape reaches past the memory it "
-                                 f"views in dim {d}: {wanted} valid positions from offset {o} would be cut to {fits} "
-                                 f"(torch refuses these shapes)",
-                                 expected=f"at most {fits} (the viewed tensor ends there), or a view within it",
-                                 got=f"{wanted} (valid_shape {E.render_dims(dv.valid_shape)} of a window of "
-                                     f"{E.render_dims(window)} existing)", param="dst", loc=loc())
-        else:
-            tracer.require_equal(wanted, fits, f"pypto.assemble into a view of '{dv.root.name}': the values "
-                                               f"written and the memory under the view, in dim {d}", loc(),
-                                 rel="le")
+        require_room("pypto.assemble", "dst", wanted, o, dst, d)
+
+
+def require_room(op: str, param: str, wanted, offset, dst, d: int) -> None:
+    """``wanted`` values written into ``dst`` from ``offset`` in dim ``d`` must fit the memory
+    under ``dst`` (its shape, or less for a view whose valid shape was given): a ShapeError
+    naming ``param`` for static sizes, else a size guard checked before each call."""
+    window = _window_of(dst._value)
+    fits = E.simplify_dim(E.emax(E.sub(window[d], offset), 0))
+    if isinstance(wanted, int) and isinstance(fits, int):
+        if wanted > fits:
+            raise ShapeError(f"{op}: the write reaches past the memory of 'dst' in dim {d}: {wanted} valid "
+                             f"positions from offset {E.render(offset)} would be cut to {fits} (torch refuses "
+                             f"these shapes)" + (" ('dst' is a view whose valid shape reaches past the memory "
+                                                 "it views)" if dst._value in _window_extents else ""),
+                             expected=f"at most {fits} (the memory under 'dst' ends there)",
+                             got=f"{wanted} (valid shape {E.render_dims(dst._value.valid_shape)} over "
+                                 f"{E.render_dims(window)} of memory)", param=param, loc=loc())
+    else:
+        require(op).require_equal(wanted, fits, f"{op} into '{dst._value.root.name}': the values written and "
+                                                f"the memory under 'dst', in dim {d}", loc(), rel="le")
 
 
 @register("view", kind="move", aliases_input=True)

@@ -42,7 +42,7 @@ def _view_of_the_view(x: pypto.Tensor([24, 16], FP32), out: pypto.Tensor([12, 16
                                              (_view_of_the_view, (12, 16))])
 def test_a_write_cut_at_the_viewed_tensors_edge_is_refused_before_the_run(body, out_shape):
     x, out = rand((24, 16)), torch.zeros(out_shape)
-    with pytest.raises(ShapeError, match="reaches past the memory it views in dim 0") as info:
+    with pytest.raises(ShapeError, match="reaches past the memory of .dst. in dim 0") as info:
         pypto.jit(body)(x, out)
     assert info.value.param == "dst"
     assert torch.equal(out, torch.zeros(out_shape))  # nothing ran
@@ -60,7 +60,7 @@ def dynamic_window(x: pypto.Tensor([24, 16], FP32), out: pypto.Tensor([pypto.DYN
 def test_with_a_dynamic_size_the_guard_refuses_a_short_tensor_and_a_long_one_computes():
     x = rand((24, 16), seed=1)
     short = torch.zeros(12, 16)
-    with pytest.raises(PyptoError, match="memory under the view"):
+    with pytest.raises(PyptoError, match="memory under .dst."):
         dynamic_window(x, short)
     assert torch.equal(short, torch.zeros(12, 16))
     for rows in (28, 40):
