@@ -129,6 +129,22 @@ golden's exactly. No rounding point, accumulation dtype or tail rule of either k
 computed differently here (every intermediate is fp32 but the kernel's own explicit casts, so
 AutoCast does not enter), neither file is special-cased, and neither tolerance was changed.
 
+## Two files that read the device's own trace and source files
+
+Neither is a semantic difference of the kernels; both ask for files only a device build writes:
+
+- `python/tests/st/test_pmu_trace.py` (950 only) looks for the generated CCE sources of the AI
+  cores (`kernel_aicore/*.cpp`) with the PMU `mark_stamp` calls that `enable_pmu_trace` inserts:
+  this package generates Python leaves, not CCE. It makes no numeric check, so it could reach
+  "ran" at most.
+- `python/tests/st/test_mix_swimlane_guard.py` (950 only) runs the GLM attention kernel (its one
+  numeric check passes here) and then needs `mix_event_info.json`: the compile-time cross-core
+  synchronisation messages (`syncMsg`, set / wait per core task) of mixed AIC+AIV functions, which
+  must match the `CV_SYNC_SET` / `CV_SYNC_WAIT` events of each task in
+  `tilefwk_L1_prof_data.json`. Here every leaf runs on one core type (an AIC leaf feeding an AIV
+  leaf are two tasks joined by a dependency): there are no mixed functions and no flags inside a
+  task, so there is nothing true to write into either file.
+
 ## How the harness runs and counts
 
 - Rerun: `python tools/upstream_compat.py --upstream <checkout> -j 2`{rerun};
@@ -167,6 +183,12 @@ AutoCast does not enter), neither file is special-cased, and neither tolerance w
   by element (`out == [v * 11 for v in inp]`); shape, dtype, name and length asserts never
   count. In scripts through a compile-time rewrite like pytest's, under pytest through its
   `pytest_assertion_pass` hook.
+- Checks in processes a file starts (`tools/compat/descendants.py`): a Python process started
+  under the harness (e.g. `st/interface/test_onboard_dump.py` runs its kernel in a script it
+  writes and runs with `sys.executable`) counts its checks too, from upstream's files and from
+  the started program's own `__main__` code (the script or `-c` text the test handed over), from
+  the moment it imports torch or numpy; they count for the test case that started it, a failing
+  one as failed. A process started with `-S` / `-I` (no `sitecustomize`) is not counted.
 - Statuses. **verified**: ran to completion without error (for a test file: every test that ran
   passed) and at least one numeric check executed, none failing. **ran**: completed without
   error, but no numeric check executed, or a check returned a mismatch that the file ignored

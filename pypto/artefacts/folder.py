@@ -8,12 +8,18 @@ use: ``<base>/output_<YYYYmmdd_HHMMSS>_<microseconds>_<pid>_<host>``, where ``<b
 A forked child gets a folder of its own (the pid is part of the name); a folder removed while the
 process runs is made again by the next write; changing one of the variables (or, for the default
 ``./output``, the working directory) moves later writes to a new folder.
+
+A JSON file is written whole (`replace_json`): into a fresh temporary file beside it, then renamed
+over the old one, so a reader never sees half a file, and every call that writes it also moves
+the folder's modification time (upstream's tests find the folder of "the last run" that way).
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
+import secrets
 import socket
 import threading
 
@@ -58,4 +64,25 @@ def output_folder(create: bool = True) -> str:
             _made[key] = path
         if create:
             os.makedirs(path, exist_ok=True)
+    return path
+
+
+def replace_json(path: str, data, *, trailing_newline: bool = False, **dump_options) -> str:
+    """Write ``data`` as JSON to ``path`` whole: a new temporary file in the same folder (an
+    unpredictable name, created exclusively, with the permissions ``open`` would give) renamed
+    over ``path``; returns ``path``."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, **dump_options)
+            if trailing_newline:
+                f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return path

@@ -24,10 +24,10 @@ a task being a phase named ``<PHASE>_<round>`` or ``<PHASE>_<round>(<device task
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 
+from .folder import replace_json
 from .swimlane import block_index
 
 MAX_ROUNDS = 200
@@ -108,9 +108,7 @@ def _order(key):
 
 
 def _write(path: str, data) -> str:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    return path
+    return replace_json(path, data)
 
 
 def perfetto(cores: list) -> dict:

@@ -15,12 +15,12 @@ them.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import weakref
 
 from ..passes.dump import graph_summary
+from .folder import replace_json
 
 PROGRAM_VERSION = 1
 FILE = "program.json"
@@ -60,8 +60,6 @@ def write_program(compiled, folder: str) -> str:
             return path
         if not known:
             entries.append((weakref.ref(compiled), kernel_record(compiled)))
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump({"version": PROGRAM_VERSION, "kernels": [record for _, record in entries]}, f, indent=1,
-                      ensure_ascii=False)
-            f.write("\n")
+        replace_json(path, {"version": PROGRAM_VERSION, "kernels": [record for _, record in entries]}, indent=1,
+                     ensure_ascii=False, trailing_newline=True)
     return path

@@ -17,9 +17,10 @@ kernel (`pypto.artefacts.program.leaf_index`), so the three files and ``program.
 
 from __future__ import annotations
 
-import json
 import os
 import zlib
+
+from .folder import replace_json
 
 CORE_TYPE_CODE = {"AIV": 0, "AIC": 1}
 TOPO_HEADER = ("seqNo,taskId,rootIndex,rootHash,opmagic,leafIndex,leafHash,coreType,psgId,wrapId,"
@@ -38,9 +39,7 @@ def write_swimlane(path: str, timeline, compiled) -> str:
     trace = timeline.to_chrome_trace()
     trace.setdefault("otherData", {}).update({"kernel": compiled.name, "key": compiled.key_text})
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(trace, f)
-    return path
+    return replace_json(path, trace)
 
 
 def write_task_profile(folder: str, timeline, leaf_index: dict, seq_base: int) -> str:
@@ -55,10 +54,8 @@ def write_task_profile(folder: str, timeline, leaf_index: dict, seq_base: int) -
                                "leaf": e.leaf, "root": e.root_function})
     for entry in cores.values():
         entry["tasks"].sort(key=lambda t: t["execStart"])
-    path = os.path.join(folder, "tilefwk_L1_prof_data.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump([cores[b] for b in sorted(cores)], f, indent=1)
-    return path
+    return replace_json(os.path.join(folder, "tilefwk_L1_prof_data.json"), [cores[b] for b in sorted(cores)],
+                        indent=1)
 
 
 def _hash(text: str) -> int:

@@ -51,11 +51,12 @@ def atomic_add(src, offsets, dst):
     """``dst[o0:o0+s0, o1:o1+s1, ..] += src`` (in place; returns ``dst``).
 
     ``src`` and ``dst`` share dtype and rank, ``offsets`` has one int or symbolic scalar per dim
-    and ``src`` must fit into ``dst`` at ``offsets`` (checked for static sizes). Lowered as a
-    view of the region, an add and an assemble (see the module doc).
+    and ``src`` must fit into ``dst`` at ``offsets`` (its shape checked for static sizes, its valid
+    part before each call). Only ``src``'s valid part is added (a tail tile adds its valid rows).
+    Lowered as a view of the region, an add and an assemble (see the module doc).
     """
     from .elementwise import add
-    from .shape import assemble, view
+    from .shape import assemble, require_room, view
 
     tensor_arg(src, "atomic_add", "src")
     tensor_arg(dst, "atomic_add", "dst")
@@ -78,7 +79,9 @@ def atomic_add(src, offsets, dst):
             raise ShapeError(f"pypto.atomic_add: 'src' does not fit into 'dst' in dim {d}",
                              expected=f"offset + size <= {full}", got=f"{o} + {s}", param="offsets", loc=loc())
         shape.append(s)
-    region = view(dst, shape, list(offs))
+        require_room("pypto.atomic_add", "src", sv.valid_shape[d], o, dst, d)
+    # the region added to is src's valid part (a tail tile adds its valid rows), not dst's
+    region = view(dst, shape, list(offs), valid_shape=list(sv.valid_shape))
     assemble(add(region, src), list(offs), dst)
     return dst
 

@@ -4,6 +4,7 @@ expand_clone, clone, and element reads of INT32/INT64 parameters."""
 from __future__ import annotations
 
 import math
+import weakref
 
 from .._lazy import torch
 
@@ -59,7 +60,57 @@ def view(input, shape=None, offsets=None, *, valid_shape=None, dtype=None):
     else:
         valid = tuple(E.clamp_extent(pv, o, s) for pv, o, s in zip(v.valid_shape, offs, shape))
     attrs = {"shape": shape, "offsets": offs, "valid": valid if valid_shape is not None else None}
-    return emit("view", [input], [(input.dtype, shape, valid, v)], attrs)
+    out = emit("view", [input], [(input.dtype, shape, valid, v)], attrs)
+    if valid_shape is not None or v in _window_extents:
+        # a given valid shape may reach past the memory the view has (read: the rows that exist;
+        # written: refused by `_check_window`), so remember that memory's extents
+        _window_extents[out._value] = tuple(E.clamp_extent(have, o, s)
+                                            for have, o, s in zip(_window_of(v), offs, shape))
+    return out
+
+
+# view value -> the extents of the memory under it per dim (min(max(parent's - offset, 0), size)),
+# for views whose valid shape was given and the views of those
+_window_extents: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _window_of(v) -> tuple:
+    """The extents of the memory under value ``v``: its shape, or less for a view (`view`)."""
+    return _window_extents.get(v, v.shape)
+
+
+def _check_window(src, offs, dst) -> None:
+    """``assemble(src, offs, dst)`` into a view whose valid shape reaches past the memory it
+    views: the write would be cut at that memory's edge (the rest of the valid values dropped
+    without a word, where torch refuses the shapes). A PyptoError when the sizes are static, else
+    a size guard checked before each call."""
+    window = _window_extents.get(dst._value)
+    if window is None:
+        return
+    sv, dv = src._value, dst._value
+    for d, (o, have, declared) in enumerate(zip(offs, sv.valid_shape, dv.valid_shape)):
+        wanted = E.simplify_dim(E.emin(have, E.emax(E.sub(declared, o), 0)))  # what the valid shapes say
+        require_room("pypto.assemble", "dst", wanted, o, dst, d)
+
+
+def require_room(op: str, param: str, wanted, offset, dst, d: int) -> None:
+    """``wanted`` values written into ``dst`` from ``offset`` in dim ``d`` must fit the memory
+    under ``dst`` (its shape, or less for a view whose valid shape was given): a ShapeError
+    naming ``param`` for static sizes, else a size guard checked before each call."""
+    window = _window_of(dst._value)
+    fits = E.simplify_dim(E.emax(E.sub(window[d], offset), 0))
+    if isinstance(wanted, int) and isinstance(fits, int):
+        if wanted > fits:
+            raise ShapeError(f"{op}: the write reaches past the memory of 'dst' in dim {d}: {wanted} valid "
+                             f"positions from offset {E.render(offset)} would be cut to {fits} (torch refuses "
+                             f"these shapes)" + (" ('dst' is a view whose valid shape reaches past the memory "
+                                                 "it views)" if dst._value in _window_extents else ""),
+                             expected=f"at most {fits} (the memory under 'dst' ends there)",
+                             got=f"{wanted} (valid shape {E.render_dims(dst._value.valid_shape)} over "
+                                 f"{E.render_dims(window)} of memory)", param=param, loc=loc())
+    else:
+        require(op).require_equal(wanted, fits, f"{op} into '{dst._value.root.name}': the values written and "
+                                                f"the memory under 'dst', in dim {d}", loc(), rel="le")
 
 
 @register("view", kind="move", aliases_input=True)
@@ -154,6 +205,7 @@ def assemble(src, offsets, dst=None, parallel=False):
             raise ShapeError(f"pypto.assemble: 'src' does not fit into 'dst' in dim {d}",
                              expected=f"offset + size <= {full}", got=f"{o} + {s}", param="offsets",
                              loc=loc())
+    _check_window(src, offs, dst)
     return emit_inplace("assemble", [src, dst], dst, {"offsets": offs, "parallel": bool(parallel)})
 
 

@@ -70,6 +70,35 @@ def test_atomic_add_accumulates_across_loop_iterations():
     check_kernel(atomic_add_loop, [src, dst], want, out=1)
 
 
+@pypto.jit
+def atomic_add_tails(x: pypto.Tensor([pypto.DYNAMIC, 16], pypto.DT_FP32),
+                     dst: pypto.Tensor([pypto.DYNAMIC, 16], pypto.DT_FP32)):
+    """Row blocks of 8 of x, the last one a tail, all added into dst's rows 4.."""
+    pypto.set_vec_tile_shapes(8, 16)
+    for b in pypto.loop(pypto.ceildiv(x.shape[0], 8)):
+        pypto.atomic_add(pypto.view(x, [8, 16], [b * 8, 0]), [4, 0], dst)
+
+
+@pytest.mark.parametrize("n", [16, 13, 5])
+def test_atomic_add_adds_the_valid_part_of_a_tail_tile(n):
+    # before issue 20 the region added to took dst's valid extent (8 rows), not src's (the
+    # tail's 5): "valid extents differ at run time" for n = 13
+    x, dst = data((n, 16), FP32), data((16, 16), FP32, 1)
+    want = dst.clone()
+    for b in range(0, n, 8):
+        tile = x[b:b + 8]
+        want[4:4 + len(tile)] += tile
+    check_kernel(atomic_add_tails, [x, dst], want, out=1)
+
+
+def test_atomic_add_past_the_end_of_a_dynamic_dst_is_refused_before_the_run():
+    x, dst = data((8, 16), FP32), data((10, 16), FP32, 1)  # rows 4..12 of a 10-row dst
+    before = dst.clone()
+    with pytest.raises(pypto.PyptoError, match="memory under 'dst'"):
+        atomic_add_tails(x, dst)
+    assert torch.equal(dst, before)
+
+
 def test_atomic_add_rejects():
     aa = lambda s, d: pypto.atomic_add(s, [0, 0], d)  # noqa: E731
     check_raises(pypto.DTypeError, aa, [data((2, 2), I8), data((4, 4), I8)])

@@ -200,3 +200,33 @@ def test_an_unwritable_folder_is_a_warning_not_a_failed_call(tmp_path, monkeypat
     with pytest.warns(RuntimeWarning, match="could not write the output files of kernel 'chunks'"):
         kernel(*a)
     check_numbers(*a)
+
+
+def test_each_call_replaces_the_json_files_whole_and_moves_the_folder_time(base, monkeypatch):
+    # upstream's tests find "the folder of the last run" by its modification time (after a mark
+    # taken before the call): a rewrite in place would leave it at the first call's time
+    monkeypatch.setenv("DUMP_DEVICE_PERF", "true")
+    kernel = pypto.jit(debug_options={"runtime_debug_mode": 1})(chunks)
+    kernel(*args())
+    folder = pypto.artefacts.output_folder(create=False)
+    names = sorted(os.listdir(folder))
+    files = [n for n in names if n.endswith(".json")]
+    assert len(files) == 5, names
+    before = {n: os.stat(os.path.join(folder, n)).st_ino for n in files}
+    mark = os.stat(folder).st_mtime_ns
+    os.utime(folder, ns=(mark - 10**9, mark - 10**9))  # as if the first call were a second ago
+    a = args()
+    kernel(*a)
+    check_numbers(*a)
+    assert os.stat(folder).st_mtime_ns >= mark
+    assert sorted(os.listdir(folder)) == names  # no temporary file left behind
+    after = {n: os.stat(os.path.join(folder, n)).st_ino for n in files}
+    # new files renamed into place (program.json is rewritten only when a kernel version is new)
+    assert [n for n in files if after[n] == before[n]] == ["program.json"], (before, after)
+    with open(os.path.join(folder, "tilefwk_L1_prof_data.json")) as f:
+        assert {t["taskId"] for core in json.load(f) for t in core["tasks"]} == \
+            {e.task for e in kernel.last_run.timeline.events}
+    mode = os.stat(os.path.join(folder, "program.json")).st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask  # what a plain open() gives

@@ -418,3 +418,58 @@ want = torch.tensor([npu_order(r, 3, True) for r in x.tolist()]).t()
 assert torch.equal(indices, want) and torch.equal(got.indices, want)
 assert torch.equal(values, x.t().gather(0, want))
 """)
+
+
+def test_core_limits_cut_the_cores_kernels_run_on(tmp_path):
+    # upstream's runtime launches min(cube, vector // 2) AIC cores and twice as many AIV cores,
+    # a stream's limit within its device's, a limit above the chip ignored
+    run(tmp_path, """
+import json, os
+import pytest, torch, torch_npu
+import pypto
+
+@pypto.frontend.jit(runtime_options={"run_mode": pypto.RunMode.NPU}, debug_options={"runtime_debug_mode": 1})
+def mm_add(a: pypto.Tensor([256, 256], pypto.DT_FP16), b: pypto.Tensor([256, 256], pypto.DT_FP16),
+           c: pypto.Tensor([256, 256], pypto.DT_FP32), out: pypto.Tensor([256, 256], pypto.DT_FP32)):
+    pypto.set_cube_tile_shapes([32, 32], [32, 32], [32, 32])
+    pypto.set_vec_tile_shapes(32, 32)
+    out[:] = pypto.matmul(a, b, pypto.DT_FP32) + c
+
+def cores_used():
+    a, b = torch.randn(256, 256).half(), torch.randn(256, 256).half()
+    c, out = torch.randn(256, 256), torch.zeros(256, 256)
+    mm_add(a, b, c, out)
+    torch.testing.assert_close(out, a.float() @ b.float() + c, rtol=1e-3, atol=1e-3)
+    with open(os.path.join(pypto.artefacts.output_folder(), "tilefwk_L1_prof_data.json")) as f:
+        data = json.load(f)
+    return (sum(1 for core in data if core["coreType"] == "AIC"), sum(1 for core in data if core["coreType"] == "AIV"))
+
+stream = torch.npu.current_stream()
+full = torch.npu.get_device_limit(0)
+assert full == {"cube_core_num": 24, "vector_core_num": 48}
+aic, aiv = cores_used()
+assert aic > 8 and aiv > 16, (aic, aiv)  # the kernel spreads over more cores than the limits below allow
+torch.npu.set_stream_limit(stream, 8, 27)
+assert torch.npu.get_stream_limit(stream) == {"cube_core_num": 8, "vector_core_num": 27}
+aic, aiv = cores_used()
+assert aic == 8 and aiv <= 16, (aic, aiv)
+torch.npu.set_device_limit(0, 3, 16)  # the tighter of the stream's and the device's
+aic, aiv = cores_used()
+assert aic == 3 and aiv <= 6, (aic, aiv)
+torch.npu.set_device_limit(0, vector_num=4)  # -1 / unset keeps the cube count: min(3, 4 // 2) = 2
+assert torch.npu.get_device_limit(0) == {"cube_core_num": 3, "vector_core_num": 4}
+assert cores_used()[0] == 2
+torch.npu.set_device_limit(0, 100, 100)
+torch.npu.reset_stream_limit(stream)
+assert torch.npu.get_device_limit(0) == full  # above the chip: ignored
+assert cores_used()[0] > 8
+other = torch.npu.Stream()
+torch.npu.set_stream_limit(other, 1, 2)  # kernels launch on the current stream only
+assert torch.npu.get_stream_limit(other)["cube_core_num"] == 1 and cores_used()[0] > 8
+assert torch.npu.get_device_name().startswith("Ascend910B")  # the SoC stays
+for bad in (0, -2, 1.5, True):
+    with pytest.raises(ValueError, match="cube_num"):
+        torch.npu.set_device_limit(0, bad, 8)
+with pytest.raises(TypeError, match="Stream"):
+    torch.npu.set_stream_limit(0, 8, 16)
+""")

@@ -435,3 +435,44 @@ def test_a_test_file_that_collects_nothing_but_has_a_main_block_runs_as_a_script
     modes = {Path(j.path).name: j.mode for j in selection.select(tmp_path, ["st"])}
     assert modes == {"test_script.py": "script", "test_factory.py": "pytest", "test_imported.py": "pytest",
                      "test_def.py": "pytest", "test_empty.py": "pytest"}
+
+
+def test_checks_in_python_processes_a_test_starts_count_for_that_test(tmp_path):
+    """A test that runs its kernel in a process of its own (a script it writes, `-c` text):
+    the checks made there count for it, a failing one as failed; pypto's own calls do not."""
+    import subprocess
+
+    from compat.runner import CHILD, child_env
+
+    script = ("import subprocess, sys, tempfile, textwrap\n"
+              "def started(body):\n"
+              "    with tempfile.NamedTemporaryFile('w', suffix='.py', delete=False) as f:\n"
+              "        f.write(textwrap.dedent(body))\n"
+              "    return subprocess.run([sys.executable, f.name], capture_output=True, text=True)\n"
+              "def test_passing():\n"
+              "    out = started('import torch\\nassert torch.allclose(torch.ones(3), torch.ones(3))\\n'\n"
+              "                  'torch.testing.assert_close(torch.zeros(2), torch.zeros(2))\\n')\n"
+              "    assert out.returncode == 0, out.stderr\n"
+              "def test_mismatch_ignored():\n"
+              "    code = 'import torch; print(torch.allclose(torch.ones(3), torch.zeros(3)))'\n"
+              "    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
+              "    assert out.stdout.strip() == 'False', out.stderr\n"
+              "def test_no_check():\n"
+              "    out = started('import torch\\nprint(torch.ones(2).sum())\\n')\n"
+              "    assert out.returncode == 0, out.stderr\n")
+    root = tmp_path / "upstream"
+    (root / "python/tests/st").mkdir(parents=True)
+    (root / "python/tests/st/test_started.py").write_text(script)
+    result = tmp_path / "result.json"
+    proc = subprocess.run([sys.executable, str(CHILD), "--result", str(result), "--root", str(root), "--mode", "pytest",
+                           str(root / "python/tests/st/test_started.py")],
+                          cwd=root, env=child_env(Path(pypto.__file__).parent.parent), capture_output=True, text=True,
+                          timeout=600)
+    data = json.loads(result.read_text())
+    assert data["finished"], proc.stdout + proc.stderr
+    got = {c["name"].split("::")[-1]: (c["outcome"], c["checks"], c["check_failures"]) for c in data["cases"]}
+    assert got == {"test_passing": ("passed", 2, 0), "test_mismatch_ignored": ("passed", 1, 1),
+                   "test_no_check": ("passed", 0, 0)}, proc.stdout + proc.stderr
+    assert data["checks"]["calls"] == 3 and data["checks"]["failures"] == 1
+    assert "the program the test started" in data["checks"]["first_failure"]
+    assert classify(Job("python/tests/st/test_started.py", "python/tests/st", "pytest"), data).status == "ran"

@@ -19,6 +19,7 @@ import os
 import sys
 import types
 
+from . import descendants
 from .asserts import is_numeric_assert
 from .checks import count_assert, tally, wrap_script_helpers
 from .failures import from_exception
@@ -116,12 +117,14 @@ class CaseTracker:
             try:
                 result = fn(*args, **kwargs)
             except BaseException as e:
+                descendants.collect()
                 skipped = type(e).__name__ in ("Skipped", "SkipTest")
                 self.recorder.add_case(name, "skipped" if skipped else "failed", tally.case_calls,
                                        tally.case_failures, None if skipped else from_exception(e, *self.roots))
                 raise
             finally:
                 self.depth -= 1
+            descendants.collect()
             self.recorder.add_case(name, "passed", tally.case_calls, tally.case_failures, None)
             return result
 

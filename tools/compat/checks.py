@@ -6,6 +6,9 @@ or numpy make internally do not count, nor does a check another check makes. A c
 when it raises (the ``assert_*`` family and upstream's compare helpers), or returns ``False``
 (``allclose``, ``equal``, ``array_equal`` and helpers that return a bool). Element-wise
 ``isclose`` counts as executed only: its caller decides what a mismatch ratio means.
+
+In a process an upstream test started (`descendants`), calls from that program's ``__main__``
+code count too: the script or ``-c`` text the test handed over.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import importlib.machinery
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy
 import torch
@@ -65,6 +69,7 @@ class CheckTally:
     case_calls: int = 0
     case_failures: int = 0
     by_function: dict = field(default_factory=dict)
+    listener: Callable[[], None] | None = None  # told after each count (descendants.count_here)
 
     def start_case(self) -> None:
         self.case_calls = self.case_failures = 0
@@ -78,11 +83,14 @@ class CheckTally:
             self.case_failures += 1
             if not self.first_failure:
                 self.first_failure = f"{name} at {where}"
+        if self.listener is not None:
+            self.listener()
 
 
 tally = CheckTally()
 _active = [0]  # nesting depth: only the outermost check counts
 _root = [""]
+_count_main = [False]  # also count calls from the __main__ module's code (a started process)
 
 
 def _caller_in_upstream(depth: int = 2) -> str | None:
@@ -90,6 +98,8 @@ def _caller_in_upstream(depth: int = 2) -> str | None:
     filename = frame.f_code.co_filename
     if filename.startswith(_root[0]):
         return f"{os.path.relpath(filename, _root[0])}:{frame.f_lineno}"
+    if _count_main[0] and frame.f_globals.get("__name__") == "__main__":
+        return f"{os.path.basename(filename)}:{frame.f_lineno} (the program the test started)"
     return None
 
 
@@ -160,9 +170,11 @@ class _HelperWrapper(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install(upstream_root: str) -> None:
-    """Wrap the checks for this process; calls from files under ``upstream_root`` count."""
+def install(upstream_root: str, count_main: bool = False) -> None:
+    """Wrap the checks for this process; calls from files under ``upstream_root`` count, and
+    with ``count_main`` calls from the ``__main__`` module's code."""
     _root[0] = os.path.join(os.path.abspath(upstream_root), "")
+    _count_main[0] = count_main
     for owner, attr, kind in _LIBRARY_CHECKS:
         fn = getattr(owner, attr)
         if not hasattr(fn, "__wrapped_check__"):

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 
 
 def _load_harness():
@@ -21,10 +23,10 @@ def _load_harness():
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     sys.path.insert(0, tools)
     try:
-        from compat import cases, checks, failures, pytest_plugin, recorder
+        from compat import cases, checks, descendants, failures, pytest_plugin, recorder
     finally:
         sys.path.remove(tools)
-    return cases, checks, failures, pytest_plugin, recorder
+    return cases, checks, descendants, failures, pytest_plugin, recorder
 
 
 def main(argv: list[str]) -> int:
@@ -38,7 +40,7 @@ def main(argv: list[str]) -> int:
     script_args = opts.args[1:] if opts.args[:1] == ["--"] else opts.args
 
     sys.dont_write_bytecode = True  # leave no __pycache__ behind in upstream's tree
-    cases, checks, failures, pytest_plugin, recorder_mod = _load_harness()
+    cases, checks, descendants, failures, pytest_plugin, recorder_mod = _load_harness()
     root = os.path.abspath(opts.root)
     rec = recorder_mod.Recorder(opts.result, opts.mode)
     rec.write()
@@ -54,6 +56,8 @@ def main(argv: list[str]) -> int:
         rec.finish(pypto=pypto_root)
         return 1
     checks.install(root)
+    started = tempfile.mkdtemp(prefix="pypto-compat-started-")
+    descendants.share(root, started)  # checks in the Python processes the file starts count too
     path = os.path.abspath(opts.file)
     exit_code = 0
     try:
@@ -69,6 +73,8 @@ def main(argv: list[str]) -> int:
     except BaseException as e:  # the script's uncaught exception is the result being measured
         rec.set_error(failures.from_exception(e, root, pypto_root))
         exit_code = 1
+    descendants.collect()
+    shutil.rmtree(started, ignore_errors=True)
     rec.finish(pypto=pypto_root, exit_code=exit_code)
     return 0
 

@@ -4,6 +4,8 @@ Device selection, synchronisation, memory, streams and events are stand-ins with
 call shapes as torch_npu's: work runs eagerly on the CPU, so synchronising has nothing to wait
 for and streams order nothing. ``NPUGraph`` / ``graph`` capture records the NPU-mode pypto
 kernels launched while capturing and ``replay`` launches them again (see :mod:`.graphs`).
+Core limits (``set_device_limit`` / ``set_stream_limit``) are not stand-ins: they cut the cores
+of the simulated machine kernels run on (see :mod:`.core_limits`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 
 from ...runtime.machine import soc_of
 from ..devices import is_npu_device, npu_index
+from . import core_limits
 from .graphs import NPUGraph, graph, is_current_stream_capturing, make_graphed_callables  # noqa: F401
 
 # What the emulated device reports follows the simulated machine (pypto.set_machine, or
@@ -130,12 +133,38 @@ class device(contextlib.ContextDecorator):
         return False
 
 
-def set_device_limit(device=None, cube_num=None, vector_num=None) -> None:
-    """Accepted: the simulator's machine model, not this call, decides the core counts."""
+def set_device_limit(device, cube_num=-1, vector_num=-1) -> None:
+    """Let kernels on ``device`` use at most ``cube_num`` cube (AIC) and ``vector_num`` vector
+    (AIV) cores (-1 keeps a count as it is): see :mod:`.core_limits`."""
+    core_limits.set_device_limit(_index(device), cube_num, vector_num, current_stream=current_stream())
 
 
-def set_stream_limit(stream=None, cube_num=None, vector_num=None) -> None:
-    """Accepted: the simulator's machine model, not this call, decides the core counts."""
+def set_stream_limit(stream, cube_num=-1, vector_num=-1) -> None:
+    """Let kernels launched on ``stream`` use at most ``cube_num`` AIC and ``vector_num`` AIV cores
+    (within its device's limit; -1 keeps a count as it is): see :mod:`.core_limits`."""
+    core_limits.set_stream_limit(_stream_device(stream), stream, cube_num, vector_num,
+                                 current_stream=current_stream())
+
+
+def reset_stream_limit(stream) -> None:
+    """Drop ``stream``'s own limit (its device's applies again)."""
+    core_limits.reset_stream_limit(_stream_device(stream), stream, current_stream=current_stream())
+
+
+def get_device_limit(device) -> dict:
+    """``{"cube_core_num": n, "vector_core_num": m}``: the cores kernels on ``device`` may use."""
+    return core_limits.device_limit(_index(device))
+
+
+def get_stream_limit(stream) -> dict:
+    """``{"cube_core_num": n, "vector_core_num": m}``: the cores kernels on ``stream`` may use."""
+    return core_limits.stream_limit(_stream_device(stream), stream)
+
+
+def _stream_device(stream) -> int:
+    if not isinstance(stream, Stream):
+        raise TypeError(f"torch.npu: expected a torch.npu.Stream, got {type(stream).__name__}")
+    return _index(stream.device)
 
 
 # ---- synchronisation and memory -----------------------------------------------------------------
