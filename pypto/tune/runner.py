@@ -2,7 +2,9 @@
 processes by default, or any scheduler by address). On Dask the kernel travels by its source
 (`KernelSource`) and each worker keeps its own compiled versions; results stream back as they
 finish (``as_completed``); a trial whose worker died is run again (Dask reschedules it, and
-``retries`` covers errors raised by the trial itself)."""
+``retries`` covers errors raised by the trial itself). The baseline runs once, on the driver: the
+workers send back what each version they compile wrote, and the driver compares it with the
+baseline's numbers before it records those trials (`check.py`)."""
 
 from __future__ import annotations
 
@@ -19,23 +21,23 @@ _EVALUATORS: dict = {}  # on a worker: (source, space, seed) -> Evaluator, kept 
 _KEEP_EVALUATORS = 4
 
 
-def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0, baseline=None,
-               fitted=()) -> tuple:
+def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0, fitted=(), sweep: str = "") -> tuple:
     """Trials on a worker: load the kernel by its source (once per process) and evaluate each
     ``(number, config)`` of ``numbered``; the worker keeps its compiled versions between calls.
     ``fitted``: keys of compiled parts the driver's `Evaluator.fit` already found to fit, not
-    traced again here. Returns the records and, per compiled part they ran, its `SameSchedule`
-    (the driver answers configurations of an already simulated schedule without sending them)."""
+    traced again here. Returns the records (their numbers not yet checked), per compiled part
+    they ran its `SameSchedule` (the driver answers configurations of an already simulated
+    schedule without sending them), and the `check.Outputs` of the versions they ran that sweep
+    ``sweep`` (a token of the driver's run) was not given yet (the driver compares them with the
+    baseline's: the worker never runs the baseline)."""
     import json
 
-    from .key import describe_baseline
-
-    key = (source, json.dumps(space, sort_keys=True), seed, describe_baseline(baseline))
+    key = (source, json.dumps(space, sort_keys=True), seed)
     evaluator = _EVALUATORS.get(key)
     if evaluator is None:
         while len(_EVALUATORS) >= _KEEP_EVALUATORS:  # a long-lived worker serves many sweeps
             _EVALUATORS.pop(next(iter(_EVALUATORS)))
-        evaluator = _EVALUATORS[key] = Evaluator(source.load(), Space.from_dict(space), seed, baseline=baseline)
+        evaluator = _EVALUATORS[key] = Evaluator(source.load(), Space.from_dict(space), seed, report_outputs=True)
     evaluator.assume_fits(fitted)
     records, classes = [], {}
     for number, config in numbered:
@@ -43,7 +45,8 @@ def run_trials(source: KernelSource, space: dict, numbered: list, seed: int = 0,
         part = config_key(compile_part(config))
         if part not in classes:
             classes[part] = evaluator.same_schedule(config)
-    return records, {part: c for part, c in classes.items() if c is not None}
+    return records, {part: c for part, c in classes.items() if c is not None}, \
+        evaluator.outputs_for([c for _, c in numbered], sweep)
 
 
 def local_cluster(n_workers: int | None = None):
@@ -122,15 +125,18 @@ class DaskRunner:
     workers (default: one per core) is started and closed with the runner. ``client`` reuses an
     existing ``distributed.Client``. At most ``in_flight`` Dask tasks (default twice the workers)
     are submitted ahead, so a sampler learns from results as they come; each holds a batch of at
-    most ``chunk`` trials (`_Batches`)."""
+    most ``chunk`` trials (`_Batches`). ``checker``: the driver's `Evaluator` of the kernel, which
+    runs the ``baseline`` and compares the workers' outputs with it (default: one made from the
+    kernel loaded by its source)."""
 
     def __init__(self, source: KernelSource, space: Space, seed: int = 0, scheduler_address: str | None = None,
                  n_workers: int | None = None, client=None, retries: int = 2, in_flight: int | None = None,
-                 chunk: int = 64, baseline=None):
+                 chunk: int = 64, baseline=None, checker=None):
         from distributed import Client
 
         self.source, self.space, self.seed, self.retries = source, space, seed, retries
         self.baseline = baseline
+        self.checker = checker
         self._own = []
         if client is None:
             if scheduler_address:
@@ -146,7 +152,12 @@ class DaskRunner:
         self.chunk = max(1, chunk)
 
     def check(self) -> None:
-        pass  # the workers check (a trial that cannot be checked fails, saying why)
+        pass  # the baseline runs on the driver while the first trials run on the workers (`run`)
+
+    def _checker(self):
+        if self.checker is None:
+            self.checker = Evaluator(self.source.load(), self.space, self.seed, baseline=self.baseline)
+        return self.checker
 
     def run(self, strategy, results: Results, budget: int | None, deadline: float | None, on_trial,
             stop=None) -> None:
@@ -154,8 +165,10 @@ class DaskRunner:
 
         space = self.space.to_dict()
         pending = as_completed(with_results=True, raise_errors=False)  # results fetched as they finish
-        batch = _Batches(self, strategy, results, budget, deadline, on_trial, stop)
+        checker = self._checker()
+        batch = _Batches(self, strategy, results, budget, deadline, on_trial, stop, checker)
         batches: dict = {}
+        token = os.urandom(8).hex()  # this run of the sweep: each worker sends it its versions' outputs once
         fit = getattr(strategy, "fit", None)
         fit = fit if isinstance(fit, _Fitter) else None
 
@@ -167,16 +180,19 @@ class DaskRunner:
             # need not trace it again before compiling it
             fitted = sorted({part for part in (config_key(compile_part(c)) for _, c in numbered)
                              if fit is not None and fit.fits(part)})
-            future = self.client.submit(run_trials, self.source, space, numbered, self.seed, self.baseline, fitted,
-                                        pure=False,
+            future = self.client.submit(run_trials, self.source, space, numbered, self.seed, fitted, token, pure=False,
                                         retries=self.retries, key=f"pypto-tune-{numbered[0][0]}-{os.urandom(4).hex()}")
             batches[future.key] = numbered
             pending.add(future)
             return True
 
-        while len(batches) < self.in_flight and submit():
-            pass
         try:
+            while len(batches) < self.in_flight and submit():
+                pass
+            # the reference numbers, while the workers run their first trials (a baseline that
+            # does not run raises here, as before an in-process sweep's first trial)
+            for call in range(len(self.space.shapes)):
+                checker.reference(call)
             for future, got in pending:
                 numbered = batches.pop(future.key)
                 if future.status == "error" or isinstance(got, BaseException):
@@ -189,6 +205,7 @@ class DaskRunner:
                     batch.finished(*got)
                 while len(batches) < self.in_flight and submit():
                     pass
+            batch.close()
         finally:
             for future in list(pending.futures):  # interrupted: what is still queued is dropped
                 future.cancel()
@@ -210,7 +227,11 @@ class _Batches:
     first trials compile), at most ``chunk`` (`LEARNING_BATCH` for a strategy that learns from
     each result, such as TPE), never more than an even share of what is left to send (the
     configurations left, times the share of those asked so far that were sent rather than
-    answered here), so every worker gets some and none is left with a long last batch."""
+    answered here), so every worker gets some and none is left with a long last batch.
+
+    A trial's record is kept (told to the strategy, added to the results) once the driver has
+    compared the outputs of the version it ran, on its worker, with the baseline's (`check.py`):
+    they come back with the batch that compiled that version."""
 
     # a Dask task costs the driver and its scheduler a few ms of CPU (more on a loaded machine):
     # a quarter second of trials keeps that near 1%, and the last batches short (at 1 s, a sweep of
@@ -219,8 +240,8 @@ class _Batches:
     MIN_BATCH_SECONDS = 0.05
     LEARNING_BATCH = 8
 
-    def __init__(self, runner, strategy, results, budget, deadline, on_trial, stop):
-        self.runner, self.strategy, self.results = runner, strategy, results
+    def __init__(self, runner, strategy, results, budget, deadline, on_trial, stop, checker=None):
+        self.runner, self.strategy, self.results, self.checker = runner, strategy, results, checker
         self.budget, self.deadline, self.on_trial, self.stop = budget, deadline, on_trial, stop
         self.number = results.next_number
         self.submitted = len(results)
@@ -230,7 +251,10 @@ class _Batches:
         self.waiting: dict = {}  # schedule key -> [(number, config)] answered when its trial comes back
         self.sent_key: dict = {}  # trial number -> its schedule key
         self.again: list = []  # (number, config) to send after all: their schedule's trial failed
-        self.seconds: list = []  # wall time of recent trials that compiled nothing
+        self.seconds: list = []  # wall time of recent trials that compiled nothing and simulated
+        self.timed: set = set()  # schedule keys with a trial in ``seconds`` (its twins took no time)
+        self.verdicts: dict = {}  # (worker, compiled part, call) -> (numbers match, check s, why not)
+        self.held: list = []  # records whose versions' outputs have not been compared yet
         # a strategy that learns (TPE) asks a batch before it is told any of it: small batches
         learns = not isinstance(getattr(strategy, "inner", strategy), GridSearch)
         self.cap = min(runner.chunk, self.LEARNING_BATCH) if learns else runner.chunk
@@ -291,27 +315,73 @@ class _Batches:
         self.sent += len(numbered)
         return numbered
 
-    def finished(self, records: list, classes: dict) -> None:
-        """A batch came back: record its trials, then those that waited on their schedules."""
+    def finished(self, records: list, classes: dict, outputs=()) -> None:
+        """A batch came back: compare the outputs of the versions it compiled with the baseline's,
+        record its trials (and those held for a comparison that has now come), then those that
+        waited on their schedules."""
         self.classes.update(classes)
-        for record in records:
-            if not record.compiled and record.ok:
-                self.seconds = self.seconds[-31:] + [record.seconds]
-            _finish(record, self.strategy, self.results, self.on_trial)
-            key = self.sent_key.pop(record.number, None)
-            if key is None:  # sent before its part's schedules were known: may answer others later
-                key = self._key(record.config)
-                if key is not None and record.status in (OK, MISMATCH) and self.simulated.get(key) is None:
-                    self.simulated[key] = record
-                continue
-            if record.status in (OK, MISMATCH):
-                self.simulated[key] = record
-                for number, config in self.waiting.pop(key, ()):
-                    _finish(_same_as(record, number, config), self.strategy, self.results, self.on_trial)
-            else:  # not a figure to copy: the waiting ones run themselves
-                self.simulated.pop(key, None)
-                self.again.extend(reversed(self.waiting.pop(key, [])))
+        for out in outputs:
+            self.verdicts[(out.worker, out.part, out.call)] = self.checker.check_outputs(out)
+        still = []
+        for record in self.held + list(records):
+            if self._checked(record):
+                self._record(record)
+            else:
+                still.append(record)
+        self.held = still
 
+    def close(self) -> None:
+        """The sweep's end: a record still without its comparison fails (nothing is kept unchecked)."""
+        held, self.held = self.held, []
+        for record in held:
+            record.status = FAILED
+            record.error = "the outputs of its compiled version never came back to be compared with the baseline's"
+            self._record(record)
+
+    def _checked(self, record) -> bool:
+        """Fill in whether ``record``'s numbers match the baseline's; False while a comparison it
+        needs has not come back."""
+        if record.status != OK or record.numbers_match is not None:
+            return True  # failed, or already compared
+        part = config_key(compile_part(record.config))
+        got = [self.verdicts.get((record.worker, part, call)) for call in range(len(self.runner.space.shapes))]
+        if any(g is None for g in got):
+            return False
+        why = next((w for _, _, w in got if w), "")
+        record.numbers_match = None if why else all(m for m, _, _ in got)
+        record.check_seconds = sum(s for _, s, _ in got)
+        if why:
+            record.status, record.error = FAILED, why
+        elif not record.numbers_match:
+            from .key import describe_baseline
+
+            record.status = MISMATCH
+            record.error = f"the numbers differ from the baseline's ({describe_baseline(self.runner.baseline)})"
+        return True
+
+    def _record(self, record) -> None:
+        if not record.compiled and record.ok:
+            # a trial the worker answered from a schedule it simulated before took no time: the
+            # batches are sized by the trials that simulate (the driver sends only those)
+            key = self._key(record.config)
+            if key is None or key not in self.timed:
+                if key is not None:
+                    self.timed.add(key)
+                self.seconds = self.seconds[-31:] + [record.seconds]
+        _finish(record, self.strategy, self.results, self.on_trial)
+        key = self.sent_key.pop(record.number, None)
+        if key is None:  # sent before its part's schedules were known: may answer others later
+            key = self._key(record.config)
+            if key is not None and record.status in (OK, MISMATCH) and self.simulated.get(key) is None:
+                self.simulated[key] = record
+            return
+        if record.status in (OK, MISMATCH):
+            self.simulated[key] = record
+            for number, config in self.waiting.pop(key, ()):
+                _finish(_same_as(record, number, config), self.strategy, self.results, self.on_trial)
+        else:  # not a figure to copy: the waiting ones run themselves
+            self.simulated.pop(key, None)
+            self.again.extend(reversed(self.waiting.pop(key, [])))
 
 def _same_as(record: TrialRecord, number: int, config: dict) -> TrialRecord:
     """The record of ``config``, which simulates to the same schedule as ``record``'s trial did:
@@ -323,17 +393,22 @@ def _same_as(record: TrialRecord, number: int, config: dict) -> TrialRecord:
 
 
 class _Fitter:
-    """`Evaluator.fit` for the sweep's driver, its Evaluator made on first use (a cluster sweep
-    traces each new tile configuration here once; an in-process sweep shares its runner's)."""
+    """The sweep driver's `Evaluator`, made on first use: its `fit` estimates each new tile
+    configuration once (a cluster sweep's driver traces it before sending its first trial; an
+    in-process sweep shares its runner's), and on a cluster it runs the baseline and compares
+    the workers' outputs with it (`DaskRunner` ``checker``)."""
 
     def __init__(self, kernel, space, seed, baseline):
         self.args, self.evaluator = (kernel, space, seed, baseline), None
 
-    def __call__(self, config):
+    def get(self) -> Evaluator:
         if self.evaluator is None:
             kernel, space, seed, baseline = self.args
             self.evaluator = Evaluator(kernel, space, seed, baseline=baseline)
-        return self.evaluator.fit(config)
+        return self.evaluator
+
+    def __call__(self, config):
+        return self.get().fit(config)
 
     def fits(self, part: str) -> bool:
         """Whether compiled part ``part`` (a `config_key` of a compile part) was traced here and fits."""
@@ -459,7 +534,7 @@ def sweep(kernel, space: Space, *, strategy="grid", budget: int | None = None, s
             kernel_source = KernelSource.of(kernel, text=source)
             refuse_unguarded_script(kernel_source)
             engine = DaskRunner(kernel_source, space, seed, scheduler_address, n_workers, client, retries,
-                                baseline=baseline)
+                                baseline=baseline, checker=fitter.get())
         else:
             engine = InProcessRunner(kernel, space, seed, baseline)
             fitter.evaluator = engine.evaluator  # its fit estimates serve its trials too

@@ -10,7 +10,9 @@ A version's numbers are compared once, when it is compiled, with the baseline's:
 ``baseline`` (a configuration, or a torch function called like the kernel), else the kernel's
 defaults; without either the sweep is refused (`check_baseline`). Only the outputs the baseline
 writes (and what it returns) are compared, exactly first, with a tolerance only for floating
-point results that differ in their last bits (another tile shape sums in another order).
+point results that differ in their last bits (another tile shape sums in another order;
+`check.py`). On a Dask worker the comparison moves to the sweep's driver: the worker keeps what
+each version's run wrote (`outputs_for`) and never runs the baseline itself.
 """
 
 from __future__ import annotations
@@ -23,14 +25,11 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 
 from ..errors import OptionError
+from .check import Outputs, compare, digest, returned, same
 from .key import describe_baseline
 from .space import Space, compile_part, config_key, dtype_named, split
 
 OK, FAILED, MISMATCH = "ok", "failed", "mismatch"
-
-# [rtol, atol] per dtype family when comparing with the reference configuration: another tile
-# shape may sum in another order, which moves the last bits, never more
-_TOLERANCE = {"fp32": (1e-4, 1e-4), "half": (2e-2, 2e-2)}
 
 
 @dataclass
@@ -54,7 +53,8 @@ class TrialRecord:
     compile_seconds: float | None = None  # of the compiled version(s) the trial ran, compiled now or before
     compiled: bool = False  # this trial compiled a new version (else it re-simulated a cached one)
     ub_bytes: int | None = None  # the largest UB footprint of any leaf
-    numbers_match: bool | None = None  # None: not compared (the trial failed before it could be)
+    numbers_match: bool | None = None  # None: not compared (the trial failed before it could be, or a
+    # Dask worker's trial before the driver has compared its version's outputs)
     check_seconds: float | None = None  # of comparing the version's outputs with the baseline's
     seconds: float = 0.0  # wall time of the trial
     worker: str = ""
@@ -90,6 +90,7 @@ class _Version:
     error: str = ""
     stage: str = "compile"  # where a failed version failed: "fit" (its tiles cannot fit), "compile"
     detail: dict = field(default_factory=dict)  # of a version that does not fit: `fit.Overflow.to_dict`
+    outputs: object = None  # what its run wrote (`check.Outputs`), for another process to compare
 
 
 class Evaluator:
@@ -98,15 +99,21 @@ class Evaluator:
     ``compiles`` counts the versions compiled (a runtime-only change compiles nothing). At most
     ``max_versions`` compiled versions are kept (least recently used first out); a version keeps
     only what re-simulation needs (the lowered program and the call's recorded root instances).
+    With ``report_outputs`` (a Dask worker) nothing is compared here and the baseline never runs:
+    each compiled version keeps its `check.Outputs` for the sweeps whose drivers compare them
+    (`outputs_for`, `check_outputs`), and its trials' ``numbers_match`` stay None until then.
     """
 
-    def __init__(self, kernel, space: Space, seed: int = 0, max_versions: int = 64, baseline=None):
+    def __init__(self, kernel, space: Space, seed: int = 0, max_versions: int = 64, baseline=None,
+                 report_outputs: bool = False):
         from ..frontend.signature import Signature
 
         # a private kernel over the same function: the sweep's versions and calls stay out of the
         # user's kernel (its cache, cache_info and last_run are untouched)
         self.kernel = _private_copy(kernel)
         self.space, self.seed, self.baseline = space, seed, baseline
+        self.report_outputs = report_outputs
+        self._sent: dict = {}  # (compile part, call) -> the sweeps its version's outputs went to
         self.signature = Signature(kernel.fn, kernel.loc)
         self.compiles = 0
         self.max_versions = max_versions
@@ -117,6 +124,7 @@ class Evaluator:
         # the defaults: every trial) is that run, not compiled and run a second time
         self._baseline_runs: dict = {}
         self._inputs: dict = {}  # call -> the seeded arguments, never passed to a kernel
+        self._input_digests: dict = {}  # call -> `check.digest` of those
         self._config_parts: dict = {}  # configuration items -> `_parts`
         self._fits: dict = {}  # compile key -> None (fits, as far as the estimate can tell) or an Overflow
 
@@ -127,6 +135,13 @@ class Evaluator:
         if call not in self._inputs:
             self._inputs[call] = self._make_inputs(call)
         return [t.clone() for t in self._inputs[call]]
+
+    def inputs_digest(self, call: int) -> str:
+        """The `check.digest` of call shape ``call``'s seeded arguments."""
+        if call not in self._input_digests:
+            self.inputs(call)
+            self._input_digests[call] = digest(self._inputs[call])
+        return self._input_digests[call]
 
     def check_shapes(self) -> None:
         """Raise `OptionError` unless every call shape gives every tensor parameter a shape."""
@@ -189,14 +204,38 @@ class Evaluator:
                                     f"{call}: {_error_text(e)}", param="baseline",
                                     expected="a baseline that runs on the space's shapes", got=_error_text(e)) from e
             written = [i for i, (a, p) in enumerate(zip(args, pristine)) if not torch.equal(a, p)]
-            returned = _returned(result, args)
-            if not written and not returned:
+            returned_ = returned(result, args)
+            if not written and not returned_:
                 raise BaselineError(f"the baseline ({describe_baseline(self.baseline)}) wrote no output and "
                                     f"returned none on call shape {call}: there is nothing to check trials "
                                     "against", param="baseline", expected="a baseline that writes the outputs",
                                     got="every argument unchanged")
-            self._reference[call] = (written, [args[i] for i in written], returned)
+            self._reference[call] = (written, [args[i] for i in written], returned_)
         return self._reference[call]
+
+    def check_outputs(self, outputs: Outputs) -> tuple:
+        """Compare another process's run of a version (`check.Outputs`, e.g. a Dask worker's) with
+        the baseline's run here: (numbers match, or None when they could not be compared; seconds
+        the comparison took; why they could not be compared)."""
+        reference = self.reference(outputs.call)
+        t0 = time.perf_counter()
+        match, why = compare(outputs, reference, self._inputs[outputs.call], self.inputs_digest(outputs.call))
+        return match, time.perf_counter() - t0, why
+
+    def outputs_for(self, configs, sweep: str) -> list:
+        """The `check.Outputs` of the versions that ``configs`` ran here (``report_outputs``),
+        less those already given to sweep ``sweep`` (a token of one sweep's run: a sweep run
+        again, or resumed, on the same workers is told them again)."""
+        got = []
+        for config in configs:
+            part = self._parts(config)[0]
+            for call in range(len(self.space.shapes)):
+                v = self._versions.get((part, call))
+                sent = self._sent.setdefault((part, call), set())
+                if v is not None and v.outputs is not None and sweep not in sent:
+                    sent.add(sweep)
+                    got.append(v.outputs)
+        return got
 
     def _run_baseline(self, args, call: int):
         from ..options import forced
@@ -303,15 +342,16 @@ class Evaluator:
         from ..runtime.scheduler import Replayer
 
         params, runtime, passes = split(compile_part(config))
-        try:
-            reference = self.reference(call)
-        except BaselineError as e:
-            return _Version(error=str(e))
+        reference = None
+        if not self.report_outputs:
+            try:
+                reference = self.reference(call)
+            except BaselineError as e:
+                return _Version(error=str(e))
         self.compiles += 1
-        kept = self._baseline_runs.pop(call, None)
-        if kept is not None and (params, runtime, passes) == split(self.baseline or {}):
+        if call in self._baseline_runs and self._is_baseline(params, runtime, passes):
             # the baseline's own run: the same compile, the same inputs, so the same numbers
-            compiled, stream = kept
+            compiled, stream = self._baseline_runs.pop(call)
             v = _Version(Replayer(compiled.lowered, stream, compiled.lowered.memory_key), compiled.options.runtime(),
                          current_machine(), compiled.compile_seconds, _ub_bytes(compiled))
             v.numbers_match, v.check_seconds = True, 0.0
@@ -332,11 +372,36 @@ class Evaluator:
             self.kernel.cache_clear()
         v = _Version(Replayer(compiled.lowered, stream, compiled.lowered.memory_key), compiled.options.runtime(),
                      current_machine(), compiled.compile_seconds, _ub_bytes(compiled))
+        if reference is None:  # compared by the process that ran the baseline
+            part = config_key(compile_part(config))
+            v.outputs = Outputs.of_run(_worker_name(), part, call, args, self._inputs[call],
+                                       self.inputs_digest(call), result)
+            self._sent.pop((part, call), None)  # compiled again (the first was dropped): to be sent again
+            return v
         t0 = time.perf_counter()
         written, want, want_returned = reference
-        v.numbers_match = _same([args[i] for i in written] + _returned(result, args), want + want_returned)
+        v.numbers_match = same([args[i] for i in written] + returned(result, args), want + want_returned)
         v.check_seconds = time.perf_counter() - t0
         return v
+
+    def _is_baseline(self, params: dict, runtime: dict, passes: dict) -> bool:
+        """Whether a compile part (split) is the baseline configuration's: a kernel parameter
+        given its default value is the same compile as one left out."""
+        if callable(self.baseline):
+            return False
+        bparams, bruntime, bpasses = split(self.baseline or {})
+        defaults = self._defaults()
+        try:
+            return (runtime, passes) == (bruntime, bpasses) and {**defaults, **params} == {**defaults, **bparams}
+        except (TypeError, ValueError, RuntimeError):  # values that do not compare plainly: compile it
+            return False
+
+    def _defaults(self) -> dict:
+        import inspect
+
+        fn = getattr(self.kernel, "fn", self.kernel)
+        return {n: p.default for n, p in inspect.signature(fn).parameters.items()
+                if p.default is not inspect.Parameter.empty}
 
     # ---- trials --------------------------------------------------------------------------------------
     def evaluate(self, config: dict, number: int = 0) -> TrialRecord:
@@ -346,7 +411,7 @@ class Evaluator:
         makespan = critical = devtasks = tasks = ub = 0
         us = compile_s = check_s = 0.0
         util_c, util_v, l2 = [], [], []
-        match = True
+        match, unchecked = True, False
         try:
             runtime = self._parts(config)[1]
             for call in range(len(self.space.shapes)):
@@ -364,6 +429,7 @@ class Evaluator:
                 compile_s += v.compile_seconds
                 check_s += v.check_seconds
                 ub = max(ub, v.ub_bytes)
+                unchecked = unchecked or v.numbers_match is None
                 match = match and bool(v.numbers_match)
         except _TrialFailed as e:
             rec.status, rec.error = FAILED, str(e)
@@ -378,7 +444,9 @@ class Evaluator:
             rec.utilization_aic, rec.utilization_aiv = _mean(util_c), _mean(util_v)
             rec.l2_hit_rate = _mean(l2)
             rec.numbers_match, rec.check_seconds = match, check_s
-            if not match:
+            if unchecked and self.report_outputs:  # the driver compares, then says
+                rec.numbers_match, rec.check_seconds = None, None
+            elif not match:
                 rec.status = MISMATCH
                 rec.error = f"the numbers differ from the baseline's ({describe_baseline(self.baseline)})"
         rec.seconds = time.perf_counter() - t0
@@ -461,15 +529,6 @@ def check_baseline(kernel, space: Space, baseline) -> None:
                             hint="the kernel's defaults are the reference when every tuned parameter has one")
 
 
-def _returned(result, args) -> list:
-    """The tensors ``result`` holds, less the arguments themselves (``out.copy_(...)`` returns
-    ``out``: already compared as a written argument)."""
-    import torch
-
-    items = [result] if isinstance(result, torch.Tensor) else list(result) if isinstance(result, (list, tuple)) else []
-    return [r for r in items if isinstance(r, torch.Tensor) and not any(r is a for a in args)]
-
-
 def _simulated(v: _Version, runtime: dict):
     """The Timeline of version ``v`` under its compile's runtime options updated by ``runtime``."""
     if v.error:
@@ -498,26 +557,6 @@ def _error_text(e: BaseException) -> str:
 
 def _mean(xs):
     return sum(xs) / len(xs) if xs else None
-
-
-def _same(got: list, want: list) -> bool:
-    """Exactly equal (the common case, and cheap), else within the dtype's tolerance."""
-    import torch
-
-    if len(got) != len(want):
-        return False
-    for g, w in zip(got, want):
-        if g.shape != w.shape or g.dtype != w.dtype:
-            return False
-        if torch.equal(g, w):
-            continue
-        if g.dtype.is_floating_point:
-            rtol, atol = _TOLERANCE["half" if g.dtype in (torch.float16, torch.bfloat16) else "fp32"]
-            if not torch.allclose(g.float(), w.float(), rtol=rtol, atol=atol, equal_nan=True):
-                return False
-        elif not torch.equal(g, w):
-            return False
-    return True
 
 
 def _ub_bytes(compiled) -> int:

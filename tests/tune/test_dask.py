@@ -3,7 +3,9 @@ trial whose worker dies is run again, not lost."""
 import os
 
 import pytest
+import torch
 
+import pypto
 import pypto.tune as tune
 
 from tune_kernels import exp_rows
@@ -289,3 +291,105 @@ def test_a_batch_is_a_share_of_what_is_left_to_send_not_of_every_configuration_l
     # ...but a Dask task is not spent on less than MIN_BATCH_SECONDS of trials
     batches.seconds = [0.002] * 8
     assert batches._chunk() > 30 // (2 * 2) and batches._chunk() * 0.002 >= batches.MIN_BATCH_SECONDS - 1e-9
+
+
+def test_the_numbers_are_checked_on_the_driver_which_alone_runs_the_baseline(client):
+    # the workers send back what each version they compile wrote; the driver compares it with the
+    # baseline it runs: a tile that gives other numbers is a mismatch on Dask as in-process, with
+    # a config, a torch function and the kernel's defaults as the baseline
+    from tune_kernels import first_rows, tile_dependent
+
+    space = tune.space(SHAPE, TILE=[16, 32], options={"device_sched_mode": [0, 1]})
+    there = tune.sweep(tile_dependent, space, client=client)
+    here = tune.sweep(tile_dependent, space, runner="inprocess")
+    got = {r.key: (r.status, r.numbers_match) for r in there}
+    # in-process the mismatching tile's second configuration is never run; on Dask it may have
+    # been in flight before the first came back: then it is a mismatch too
+    assert {k: v for k, v in got.items() if k in {r.key for r in here}} == \
+        {r.key: (r.status, r.numbers_match) for r in here}
+    assert {r.config["TILE"]: got[r.key] for r in there} == {16: ("mismatch", False), 32: ("ok", True)}
+    assert all(r.check_seconds is not None for r in there)
+    steps = tune.space(SHAPE, TILE=[32], STEP=[1, 2])
+    for baseline in ({"TILE": 32, "STEP": 1}, lambda x, out: out.copy_(torch.exp(x) + 1.0)):
+        checked = tune.sweep(first_rows, steps, client=client, baseline=baseline)
+        assert {r.config["STEP"]: (r.status, r.numbers_match) for r in checked} == \
+            {1: ("ok", True), 2: ("mismatch", False)}
+    with pytest.raises(pypto.PyptoError, match="baseline .* failed"):  # said before any trial is kept
+        tune.sweep(first_rows, steps, client=client, baseline={"TILE": 4096, "STEP": 1})
+
+
+def test_a_worker_runs_no_baseline_and_its_outputs_are_compared_by_the_driver(monkeypatch):
+    from pypto.tune import runner
+    from pypto.tune.source import KernelSource
+    from pypto.tune.trial import Evaluator
+
+    from tune_kernels import tile_dependent
+
+    space = tune.space(SHAPE, TILE=[16, 32], options={"device_sched_mode": [0, 1]})
+    configs = list(space.grid())
+    ran = []
+    real = Evaluator._run_baseline
+    monkeypatch.setattr(Evaluator, "_run_baseline", lambda self, *a: ran.append(self) or real(self, *a))
+    monkeypatch.setattr(runner, "_EVALUATORS", {})
+    records, _, outputs = runner.run_trials(KernelSource.of(tile_dependent), space.to_dict(), list(enumerate(configs)))
+    assert ran == []  # the worker ran the trials' versions only
+    assert [r.status for r in records] == ["ok"] * 4 and all(r.numbers_match is None for r in records)
+    assert [(o.part, o.call) for o in outputs] == [('{"TILE": 16}', 0), ('{"TILE": 32}', 0)]  # one per version
+    driver = Evaluator(tile_dependent, space)
+    assert [driver.check_outputs(o)[0] for o in outputs] == [False, True]  # 1/16 added, not 1/32
+    assert len(ran) == 1  # the driver's baseline, run once for every comparison
+    # other seeded inputs (another torch on a worker) are said, not compared into a mismatch
+    other = Evaluator(tile_dependent, space, seed=1)
+    match, _, why = other.check_outputs(outputs[1])
+    assert match is None and "seeded inputs differ" in why
+
+
+def test_a_trial_is_kept_only_once_its_versions_outputs_are_compared():
+    from types import SimpleNamespace
+
+    from pypto.tune.results import Results
+    from pypto.tune.runner import _Batches
+    from pypto.tune.search import GridSearch
+    from pypto.tune.trial import Evaluator
+
+    from tune_kernels import tile_dependent
+
+    space = tune.space(SHAPE, TILE=[16, 32])
+    c16, c32 = space.grid()
+    worker = Evaluator(tile_dependent, space, report_outputs=True)
+    r16, r32 = worker.evaluate(c16, 0), worker.evaluate(c32, 1)
+    out16, out32 = worker.outputs_for([c16, c32], "sweep 1")
+    assert worker.outputs_for([c16], "sweep 1") == [] and worker.outputs_for([c16], "sweep 2") == [out16]
+    results = Results()
+    runner = SimpleNamespace(space=space, workers=1, chunk=64, baseline=None)
+    batches = _Batches(runner, GridSearch(space), results, None, None, None, None, Evaluator(tile_dependent, space))
+    batches.finished([r16], {}, [])  # its version's outputs have not come (yet): held, not kept
+    assert len(results) == 0 and r16.numbers_match is None
+    batches.finished([r32], {}, [out32, out16])
+    assert [(r.number, r.status, r.numbers_match) for r in results] == [(0, "mismatch", False), (1, "ok", True)]
+    r_late = worker.evaluate(c16, 2)
+    r_late.worker = "tcp://elsewhere:1"  # run by a version on another worker, never reported
+    batches.finished([r_late], {}, [])
+    batches.close()  # nothing is kept unchecked
+    assert results[-1].number == 2 and results[-1].status == "failed" and "never came back" in results[-1].error
+
+
+def test_batches_are_sized_by_the_trials_that_simulate_not_their_twins():
+    # a worker answers a configuration of a schedule it simulated before in no time: counting
+    # those made the mean trial look ~0 s and the next batches 64 trials (over a second) long
+    from types import SimpleNamespace
+
+    from pypto.tune.results import Results
+    from pypto.tune.runner import _Batches
+    from pypto.tune.search import GridSearch
+    from pypto.tune.trial import Evaluator
+
+    space = tune.space(SHAPE, options={"device_sched_mode": [0, 1], "stitch_function_max_num": [8, 16]})
+    c0, c1, c2, _ = space.grid()  # c1 is c0's schedule (7 roots: any limit above 7 is one)
+    ev = Evaluator(exp_rows, space)
+    first, twin, other = ev.evaluate(c0, 0), ev.evaluate(c1, 1), ev.evaluate(c2, 2)
+    first.compiled, first.seconds, twin.seconds, other.seconds = False, 0.01, 0.0, 0.01
+    batches = _Batches(SimpleNamespace(space=space, workers=1, chunk=64, baseline=None), GridSearch(space),
+                       Results(), None, None, None, None, ev)
+    batches.finished([first, twin, other], {_part(c0): ev.same_schedule(c0)})
+    assert batches.seconds == [0.01, 0.01]

@@ -135,11 +135,14 @@ def test_trials_of_the_baselines_compile_use_its_run_instead_of_compiling_again(
                "numbers_match", "ub_bytes")
     assert [{f: getattr(r, f) for f in figures} for r in got] == [{f: getattr(r, f) for f in figures} for r in want]
     assert all(r.ok and r.numbers_match for r in got)
-    # a tile sweep: the default tile's trial is the baseline's run, the other tile compiles
-    space = tune.space(SHAPE, TILE=[32, 16])
+    # a tile sweep: the default tile's trial is the baseline's run ({"TILE": 32} is the default,
+    # the same compile as {}), kept until that trial comes, however late; the others compile
+    space = tune.space(SHAPE, TILE=[16, 8, 32])
     ev = tune.Evaluator(exp_rows, space)
     real, calls = ev.kernel, []
     ev.kernel = Counting()
     recs = [ev.evaluate(c, i) for i, c in enumerate(space.grid())]
     assert all(r.ok and r.numbers_match for r in recs)
-    assert calls == [{}, {"TILE": 32}, {"TILE": 16}]  # {"TILE": 32} is not the baseline's {}: compiled
+    assert calls == [{}, {"TILE": 16}, {"TILE": 8}] and ev.compiles == 3
+    alone = tune.Evaluator(exp_rows, tune.space(SHAPE, TILE=[32]), baseline=lambda x, out: out.copy_(torch.exp(x) + 1.0))
+    assert {f: getattr(recs[2], f) for f in figures} == {f: getattr(alone.evaluate({"TILE": 32}), f) for f in figures}
