@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .._lazy import torch
 
 from ..dtypes import DT_BF16, DT_BOOL, DT_FP16, DT_FP32, DT_INT16, DT_INT32, STORED_ONLY, SUPPORTED_DTYPES
@@ -66,6 +68,25 @@ def _binary(op: str, a, b, out_dtype=None):
     return emit(op, [t], [(out_dtype or t.dtype, t._value.shape, t._value.valid_shape)], attrs)
 
 
+_SCALARS: dict = {}  # (value, sign, dtype) -> 0-dim tensor; bounded: cleared when full
+
+
+def scalar_tensor(value, dtype):
+    """``value`` as a 0-dim tensor of ``dtype`` (a float dtype takes ``float(value)``), made once per
+    value: a cached call would otherwise build one per scalar op (~10 us each). The tensor is only
+    ever an operand, never written, so one copy serves every op. The key keeps the sign of a zero
+    (-0.0 == 0.0 in a dict) and a NaN, never equal to itself, simply misses."""
+    if dtype.is_floating_point:
+        value = float(value)
+    key = (value, math.copysign(1.0, value) if isinstance(value, float) else 0, dtype)
+    t = _SCALARS.get(key)
+    if t is None:
+        if len(_SCALARS) >= 512:
+            _SCALARS.clear()
+        t = _SCALARS[key] = torch.tensor(value, dtype=dtype)
+    return t
+
+
 def _binary_compute(name):
     """The compute of a binary op: ``name`` is a torch function name or a callable ``fn(x, y)``."""
     fn = name if callable(name) else None
@@ -80,8 +101,7 @@ def _binary_compute(name):
                 x, y = align_valid(ins, attrs["bcast"])
             return fn(x, y)
         t = ins[0]
-        s = torch.tensor(ev(attrs["scalar"]), dtype=t.dtype) if not t.dtype.is_floating_point \
-            else torch.tensor(float(ev(attrs["scalar"])), dtype=t.dtype)
+        s = scalar_tensor(ev(attrs["scalar"]), t.dtype)
         return fn(s, t) if attrs["scalar_first"] else fn(t, s)
 
     compute.__doc__ = (name.__doc__ or "").strip() if callable(name) else \
@@ -123,12 +143,16 @@ def minimum(input, other):
 def _binary_inplace(name):
     """``name`` into its first operand: ``ins[0] = ins[0] <op> ins[1]`` (the caller checks that the
     other operand broadcasts to it), or with the op's scalar."""
+    fn = None
+
     def inplace(ins, attrs, ev):
-        fn, t = getattr(torch, name), ins[0]
+        nonlocal fn
+        if fn is None:  # torch is imported lazily: bind the function on first use
+            fn = getattr(torch, name)
+        t = ins[0]
         if len(ins) == 2:
             return fn(t, ins[1], out=t)
-        s = torch.tensor(ev(attrs["scalar"]), dtype=t.dtype) if not t.dtype.is_floating_point \
-            else torch.tensor(float(ev(attrs["scalar"])), dtype=t.dtype)
+        s = scalar_tensor(ev(attrs["scalar"]), t.dtype)
         return fn(s, t, out=t) if attrs["scalar_first"] else fn(t, s, out=t)
     return inplace
 
@@ -145,8 +169,7 @@ def _binary_into(name):
         if len(ins) == 2:
             return fn(ins[0], ins[1], out=dst)
         t = ins[0]
-        s = torch.tensor(ev(attrs["scalar"]), dtype=t.dtype) if not t.dtype.is_floating_point \
-            else torch.tensor(float(ev(attrs["scalar"])), dtype=t.dtype)
+        s = scalar_tensor(ev(attrs["scalar"]), t.dtype)
         return fn(s, t, out=dst) if attrs["scalar_first"] else fn(t, s, out=dst)
     return into
 

@@ -10,9 +10,9 @@ import torch
 import pypto
 
 try:
-    from tests.golden.helper import check_op, check_raises, rand
+    from tests.golden.helper import build_kernel, check_op, check_raises, rand
 except ImportError:  # run without the repo root on sys.path: pytest puts this dir there
-    from helper import check_op, check_raises, rand
+    from helper import build_kernel, check_op, check_raises, rand
 
 FP32, FP16, BF16 = torch.float32, torch.float16, torch.bfloat16
 I32, I16, I8 = torch.int32, torch.int16, torch.int8
@@ -119,6 +119,21 @@ def test_int_operators_with_int_scalars(dtype):
     check_op(lambda t: 7 - t, [x], lambda t: 7 - t)
     check_op(lambda t: t * 3 + 1, [x], lambda t: t * 3 + 1)
     check_op(lambda t: -t, [x], lambda t: -t)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_scalar_zero_keeps_its_sign_across_ops_and_kernels(dtype, mode):
+    """Scalar operands are made once per value and shared (`elementwise.scalar_tensor`): 0.0 and
+    -0.0 are equal as dict keys, yet ``x * -0.0`` and ``x * 0.0`` differ in the sign of every zero,
+    and a NaN scalar, never equal to itself, must still give NaN."""
+    a = rand(SHAPE[mode], dtype, lo=0.5, hi=3.0)
+    for s in (0.0, -0.0, 0.0, -0.0):
+        got = check_op(pypto.mul, [a, s], lambda x, s_: x * torch.tensor(s_, dtype=x.dtype), mode=mode)[0]
+        assert torch.equal(torch.signbit(got), torch.signbit(a * s)), f"x * {s!r}: zero signs differ from torch"
+    nan = pypto.jit(build_kernel(pypto.add, [a, math.nan], "direct"))
+    for _ in range(2):  # the second call finds no cached NaN (NaN != NaN) and makes it again
+        assert torch.isnan(nan(a, math.nan)).all()
 
 
 def test_op_chain_in_fp16_rounds_after_each_op():
