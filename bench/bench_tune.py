@@ -1,6 +1,6 @@
 """Trials per second of pypto.tune sweeps of the flash-attention example (``examples/``).
 
-    .venv/bin/python bench/bench_tune.py [--quick] [--seq 256] [--workers 1 2]
+    .venv/bin/python bench/bench_tune.py [--quick] [--seq 256] [--workers 1 2] [--rounds 1]
 
 Three sweeps, each in this process and on a LocalCluster of each ``--workers`` count in turn
 (back to back, so the machine's load is about the same for all):
@@ -24,7 +24,9 @@ The closing table puts the targets' ratios side by side (one worker against in-p
 workers against one), from wall time and from CPU time: a run's CPU-based rate is its trials per
 CPU second of its busiest process (this one in-process; the busiest worker on a cluster, the
 driver's own CPU, which the embedded scheduler shares, shown beside it), what it would reach with
-a core per process. On a loaded machine only the CPU-based ratios mean something.
+a core per process. On a loaded machine only the CPU-based ratios mean something. ``--rounds N``
+repeats everything N times in turns (a new cluster each round) and gives each cell the median of
+its rounds: a single round of a few seconds swings by +-30% here even at load ~1.
 """
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ def _cpu() -> float:
     return time.process_time()
 
 
-ROWS: dict = {}  # (sweep, runner) -> (trials, wall s, CPU s of this process, CPU s per worker)
+ROWS: dict = {}  # (sweep, runner) -> [(trials, wall s, CPU s of this process, CPU s per worker) per round]
 
 
 def timed(label, kernel, space, client=None, row=None, **kw):
@@ -68,7 +70,7 @@ def timed(label, kernel, space, client=None, row=None, **kw):
     per_worker = [t - workers0.get(w, 0.0) for w, t in client.run(_cpu).items()] if client is not None else []
     workers = sum(per_worker)
     if row is not None:
-        ROWS[row] = (len(results), seconds, cpu, per_worker)
+        ROWS.setdefault(row, []).append((len(results), seconds, cpu, per_worker))
     ok = len(results.ok)
     sent = sum("same_schedule_as" not in r.extra for r in results)
     print(f"{label:34} {len(results):5d} trials {seconds:7.2f} s {len(results) / seconds:8.1f} trials/s"
@@ -77,12 +79,18 @@ def timed(label, kernel, space, client=None, row=None, **kw):
     return results
 
 
-def summary(worker_counts) -> None:
+def _median(values: list) -> float:
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def summary(worker_counts, rounds: int) -> None:
     """The targets' ratios side by side: wall and CPU-based trials/s per runner, 1 worker / in-process,
-    2 workers / 1 worker."""
+    2 workers / 1 worker; over several rounds, each cell is the median of its rounds' rates (the
+    ratios are of medians): one round of a few seconds swings by +-30% on a shared machine."""
     runners = ["in-process"] + [f"{n} worker{'s' if n > 1 else ''}" for n in worker_counts]
-    print("\n# side by side: trials/s by wall | CPU-based (trials per CPU second of the busiest process;"
-          " driver CPU s)")
+    print(f"\n# side by side{f', median of {rounds} rounds' if rounds > 1 else ''}: trials/s by wall | CPU-based"
+          " (trials per CPU second of the busiest process; driver CPU s)")
     print(f"{'sweep':10}" + "".join(f"{r:>32}" for r in runners) + "   1w/in wall cpu   2w/1w wall cpu")
     for sweep in ("runtime", "distinct", "tiles"):
         rates, cells = {}, []
@@ -91,11 +99,15 @@ def summary(worker_counts) -> None:
             if got is None:
                 cells.append(f"{'-':>32}")
                 continue
-            n, wall, here, per_worker = got
-            busiest = max(per_worker) if per_worker else here
-            rates[r] = (n / wall, n / busiest if busiest else 0.0)
-            driver = f" (driver {here:4.2f})" if per_worker else ""
-            cells.append(f"{n / wall:9.1f} | {rates[r][1]:7.1f}{driver:>15}")
+            walls, cpus, heres = [], [], []
+            for n, wall, here, per_worker in got:
+                busiest = max(per_worker) if per_worker else here
+                walls.append(n / wall)
+                cpus.append(n / busiest if busiest else 0.0)
+                heres.append(here)
+            rates[r] = (_median(walls), _median(cpus))
+            driver = f" (driver {_median(heres):4.2f})" if got[0][3] else ""
+            cells.append(f"{rates[r][0]:9.1f} | {rates[r][1]:7.1f}{driver:>15}")
         ratio = ""
         for a, b in (("1 worker", "in-process"), ("2 workers", "1 worker")):
             if a in rates and b in rates:
@@ -108,6 +120,8 @@ def main():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--seq", type=int, default=256)
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--rounds", type=int, default=1,
+                   help="repeat every sweep on every runner this many times, in turns; report medians")
     a = p.parse_args()
     import torch
     from distributed import Client
@@ -123,23 +137,26 @@ def main():
     tile_space = tune.space(shapes(a.seq), params=TILES)
     print(f"# pypto.tune: flash attention, batch 1, seq {a.seq}, D 64; {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
-    timed("runtime sweep, in-process", kernel, rt_space, row=("runtime", "in-process"))
-    timed("distinct schedules, in-process", kernel, distinct, row=("distinct", "in-process"))
-    timed("tile sweep, in-process", kernel, tile_space, row=("tiles", "in-process"))
-    for n in a.workers:
-        t0 = time.perf_counter()
-        cluster = local_cluster(n)  # as tune.sweep starts one: no dashboard, no worker profiler
-        client = Client(cluster)
-        print(f"LocalCluster of {n} workers: start {time.perf_counter() - t0:.2f} s")
-        name = f"{n} worker{'s' if n > 1 else ''}"
-        try:
-            timed(f"runtime sweep, {n} cold workers", kernel, rt_space, client, row=("runtime", name))
-            timed(f"distinct schedules, {n} workers", kernel, distinct, client, row=("distinct", name))
-            timed(f"tile sweep, {n} workers", kernel, tile_space, client, row=("tiles", name))
-        finally:
-            client.close()
-            cluster.close()
-    summary(a.workers)
+    for k in range(a.rounds):
+        if a.rounds > 1:
+            print(f"## round {k + 1} of {a.rounds}")
+        timed("runtime sweep, in-process", kernel, rt_space, row=("runtime", "in-process"))
+        timed("distinct schedules, in-process", kernel, distinct, row=("distinct", "in-process"))
+        timed("tile sweep, in-process", kernel, tile_space, row=("tiles", "in-process"))
+        for n in a.workers:  # a new cluster each round: its workers start cold, as a user's do
+            t0 = time.perf_counter()
+            cluster = local_cluster(n)  # as tune.sweep starts one: no dashboard, no worker profiler
+            client = Client(cluster)
+            print(f"LocalCluster of {n} workers: start {time.perf_counter() - t0:.2f} s")
+            name = f"{n} worker{'s' if n > 1 else ''}"
+            try:
+                timed(f"runtime sweep, {n} cold workers", kernel, rt_space, client, row=("runtime", name))
+                timed(f"distinct schedules, {n} workers", kernel, distinct, client, row=("distinct", name))
+                timed(f"tile sweep, {n} workers", kernel, tile_space, client, row=("tiles", name))
+            finally:
+                client.close()
+                cluster.close()
+    summary(a.workers, a.rounds)
 
 
 if __name__ == "__main__":
