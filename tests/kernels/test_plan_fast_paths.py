@@ -8,29 +8,23 @@ device-task edges (kinds and order) and workspace slabs; and the numbers against
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import pytest
 import torch
 
 import pypto
 from pypto.runtime import plan as plan_module
 from pypto.runtime.regions import RegionIndex
+from tests.kernels._examples import load_example
 
 try:
     from tests.golden.helper import assert_matches, check_kernel, rand
 except ImportError:
     from helper import assert_matches, check_kernel, rand
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def _flash():
-    spec = importlib.util.spec_from_file_location("example_flash_attention_plan", EXAMPLES / "flash_attention.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("flash_attention", "example_flash_attention_plan")
 
 
 def _rows_kernel():

@@ -5,19 +5,13 @@ that make every view again."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import torch
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+from tests.kernels._examples import load_example
 
 
 def _flash_attention():
-    spec = importlib.util.spec_from_file_location("fa_workspace_views", EXAMPLES / "flash_attention.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_example("flash_attention", "fa_workspace_views")
 
 
 def _inputs(fa, seed, seq=160):

@@ -5,21 +5,14 @@ there; a call whose memory nobody reads does not write those workspaces."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import torch
 
 from pypto.runtime.view_only_steps import view_only_steps
-
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+from tests.kernels._examples import load_example
 
 
 def _flash_attention():
-    spec = importlib.util.spec_from_file_location("fa_view_only", EXAMPLES / "flash_attention.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_example("flash_attention", "fa_view_only")
 
 
 def _workspaces(executor):
