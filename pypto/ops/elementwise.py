@@ -355,9 +355,9 @@ def _clip(ins, attrs, ev):
     lo = ins[attrs["min"]] if "min" in attrs else attrs.get("min_scalar")
     hi = ins[attrs["max"]] if "max" in attrs else attrs.get("max_scalar")
     if lo is not None and not isinstance(lo, torch.Tensor):
-        lo = torch.tensor(ev(lo), dtype=x.dtype)
+        lo = scalar_tensor(ev(lo), x.dtype)
     if hi is not None and not isinstance(hi, torch.Tensor):
-        hi = torch.tensor(ev(hi), dtype=x.dtype)
+        hi = scalar_tensor(ev(hi), x.dtype)
     return torch.clamp(x, lo, hi)
 
 
@@ -423,8 +423,8 @@ def _where(ins, attrs, ev):
     """Select elementwise by a boolean mask."""
     ins = align_valid(ins, attrs["bcast"])
     dtype = attrs["dtype"].torch()
-    a = ins[attrs["input"]] if "input" in attrs else torch.tensor(ev(attrs["input_scalar"]), dtype=dtype)
-    b = ins[attrs["other"]] if "other" in attrs else torch.tensor(ev(attrs["other_scalar"]), dtype=dtype)
+    a = ins[attrs["input"]] if "input" in attrs else scalar_tensor(ev(attrs["input_scalar"]), dtype)
+    b = ins[attrs["other"]] if "other" in attrs else scalar_tensor(ev(attrs["other_scalar"]), dtype)
     return torch.where(ins[0], a, b)
 
 
