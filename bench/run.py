@@ -207,7 +207,7 @@ ROWS = {
                                  kernels.row_block_loop("add_mul", rows=65536, block=256), 1.2),
     "rms_norm_rows_64k": lambda: ("RMSNorm 65536x1024, loop over row blocks",
                                   kernels.row_block_loop("rms_norm", rows=65536, block=256), 1.2),
-    "flash_attention": lambda: ("flash attention (examples/), B=1 S=1024 D=64", kernels.flash_attention(), 20),
+    "flash_attention": lambda: ("flash attention (examples/), B=1 S=1024 D=64", kernels.flash_attention(), 2),
     "flash_attention_256": lambda: ("flash attention (examples/), B=1 S=256 D=64", kernels.flash_attention(seq=256),
                                     2),
     "flash_attention_4096": lambda: ("flash attention (examples/), B=1 S=4096 D=64",
