@@ -27,6 +27,16 @@ driver's own CPU, which the embedded scheduler shares, shown beside it), what it
 a core per process. On a loaded machine only the CPU-based ratios mean something. ``--rounds N``
 repeats everything N times in turns (a new cluster each round) and gives each cell the median of
 its rounds: a single round of a few seconds swings by +-30% here even at load ~1.
+
+``--paired N`` measures one worker against in-process alone, sweep by sweep, on one warm
+one-worker cluster: N pairs of the same sweep in ABBA order (in-process then the worker, then the
+worker then in-process, ...), the worker's kept evaluators dropped before each of its sweeps (so
+it compiles once, as a new in-process sweep does). It prints the ratio of the summed times (wall,
+and the worker's CPU against this process's), the spread of the pairs' own ratios, and where the
+worker's CPU went: its task thread (the trials) and its other threads (Dask's event loop). This
+machine's speed drifts by up to 2x within seconds (the same pure-Python loop), so sweeps run one
+after the other compare its drift as much as the runners; alternating and summing cancels most of
+it.
 """
 from __future__ import annotations
 
@@ -115,6 +125,78 @@ def summary(worker_counts, rounds: int) -> None:
         print(f"{sweep:10}" + "".join(cells) + ratio)
 
 
+def _worker_threads() -> dict:
+    """CPU seconds of each thread of this process by thread name (Linux ``/proc``; {} elsewhere)."""
+    import threading
+
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    try:
+        for tid in os.listdir(f"/proc/{os.getpid()}/task"):
+            with open(f"/proc/{os.getpid()}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[names.get(int(tid), tid)] = (int(fields[11]) + int(fields[12])) / tick
+    except OSError:
+        return {}
+    return out
+
+
+def _forget_evaluators() -> float:
+    """On a worker: drop its kept evaluators (its next sweep compiles, as a new in-process one does)."""
+    from pypto.tune import runner
+
+    runner._EVALUATORS.clear()
+    return time.process_time()
+
+
+def paired(kernel, spaces: dict, pairs: int) -> None:
+    """One worker against in-process, each sweep in ``pairs`` ABBA pairs on one warm worker."""
+    from distributed import Client
+
+    cluster = local_cluster(1)
+    client = Client(cluster)
+    print(f"\n# one worker vs in-process, {pairs} pairs in ABBA order per sweep (warm worker, its evaluators "
+          "dropped before each sweep)")
+    print(f"{'sweep':10} {'in-process wall':>16} {'1 worker wall':>14} {'1w/in wall':>11} {'pairs':>12} "
+          f"{'1w/in CPU':>10}   worker CPU: trials thread | other threads; driver CPU")
+    try:
+        for name, space in spaces.items():
+            tune.sweep(kernel, space, client=client)  # warm: the worker has compiled this kernel once
+            sums = {"in": [0.0, 0.0], "1w": [0.0, 0.0, 0.0, 0.0, 0.0]}
+            ratios = []
+            for k in range(pairs):
+                pair = {}
+                for which in (("in", "1w") if k % 2 == 0 else ("1w", "in")):
+                    if which == "1w":
+                        client.run(_forget_evaluators)
+                        before = next(iter(client.run(_worker_threads).values()))
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    tune.sweep(kernel, space, client=client if which == "1w" else None,
+                               runner="dask" if which == "1w" else "inprocess")
+                    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                    pair[which] = wall
+                    if which == "in":
+                        sums["in"][0] += wall
+                        sums["in"][1] += cpu
+                        continue
+                    after = next(iter(client.run(_worker_threads).values()))
+                    spent = {t: after[t] - before.get(t, 0.0) for t in after}
+                    trials = sum(v for t, v in spent.items() if "Dask-Default-Threads" in str(t))
+                    for i, v in enumerate((wall, sum(spent.values()), trials, sum(spent.values()) - trials, cpu)):
+                        sums["1w"][i] += v
+                ratios.append(pair["in"] / pair["1w"])
+            w_in, c_in = sums["in"]
+            w_1, c_1, trials, other, driver = sums["1w"]
+            cpu_ratio = f"{c_in / c_1:9.2f}x" if c_1 else f"{'-':>10}"
+            print(f"{name:10} {w_in:14.2f} s {w_1:12.2f} s {w_in / w_1:10.2f}x {min(ratios):5.2f}-{max(ratios):4.2f}x "
+                  f"{cpu_ratio}   {trials:6.2f} s | {other:5.2f} s; {driver:5.2f} s  load {os.getloadavg()[0]:.1f}",
+                  flush=True)
+    finally:
+        client.close()
+        cluster.close()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
@@ -122,6 +204,8 @@ def main():
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--rounds", type=int, default=1,
                    help="repeat every sweep on every runner this many times, in turns; report medians")
+    p.add_argument("--paired", type=int, default=0, metavar="N",
+                   help="only one worker vs in-process: N ABBA pairs of each sweep on one warm worker")
     a = p.parse_args()
     import torch
     from distributed import Client
@@ -137,6 +221,9 @@ def main():
     tile_space = tune.space(shapes(a.seq), params=TILES)
     print(f"# pypto.tune: flash attention, batch 1, seq {a.seq}, D 64; {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
+    if a.paired:
+        paired(kernel, {"runtime": rt_space, "distinct": distinct, "tiles": tile_space}, a.paired)
+        return
     for k in range(a.rounds):
         if a.rounds > 1:
             print(f"## round {k + 1} of {a.rounds}")
