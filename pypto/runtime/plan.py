@@ -143,6 +143,60 @@ def factor(V):
     return dims
 
 
+SMALL_GROUP = 64  # tasks per group below which plain lists beat numpy's per-call overhead
+
+
+def factor_rows(rows):
+    """`factor` of ``rows`` (a list of equal-length int lists), in plain Python: the same answer,
+    without numpy's per-call cost, which dominates the many small groups of a call at new sizes
+    (a loop of a few iterations, a flash-attention level)."""
+    V = rows
+    n = len(V)
+    dims = []
+    while n > 1:
+        first = V[0]
+        d = [b - a for a, b in zip(first, V[1])]
+        r = n
+        for i in range(1, n - 1):
+            if [b - a for a, b in zip(V[i], V[i + 1])] != d:
+                r = i + 1
+                break
+        if n % r:
+            return None
+        if r > 1:
+            for b in range(0, n, r):
+                start = V[b]
+                for j in range(1, r):
+                    if V[b + j] != [x + j * y for x, y in zip(start, d)]:
+                        return None
+        if any(x < 0 for x in d):
+            return None
+        dims.insert(0, (r, d))
+        V = V[::r]
+        n = len(V)
+        if r == 1:
+            return None
+    return dims
+
+
+def runs_rows(rows):
+    """`runs` of ``rows`` (a list of equal-length int lists), in plain Python."""
+    out, i, n = [], 0, len(rows)
+    c = len(rows[0]) if rows else 0
+    while i < n:
+        d = [b - a for a, b in zip(rows[i], rows[i + 1])] if i + 1 < n else None
+        if d is None or any(x < 0 for x in d):
+            out.append((i, 1, [0] * c))
+            i += 1
+            continue
+        j = i + 1
+        while j + 1 < n and [b - a for a, b in zip(rows[j], rows[j + 1])] == d:
+            j += 1
+        out.append((i, j - i + 1, d))
+        i = j + 1
+    return out
+
+
 def runs(V):
     """Fallback split of ``V`` into maximal arithmetic runs with non-negative strides:
     [(start, length, strides)]."""
@@ -247,14 +301,20 @@ class Planner:
         tasks = [t for t, _ in members]
         if self.serial:
             return [s for t, lins in members for s in self._steps(t.call, [t], grid, per, bufs, [lins], [])]
-        V = np.array([lins for _, lins in members], dtype=np.int64)
-        dims = factor(V)
+        if len(members) <= SMALL_GROUP:
+            V = [lins for _, lins in members]
+            dims = factor_rows(V)
+            split = runs_rows if dims is None else None
+        else:
+            V = np.array([lins for _, lins in members], dtype=np.int64)
+            dims = factor(V)
+            split = runs if dims is None else None
         if dims is not None:
-            return self._steps(tasks[0].call, tasks, grid, per, bufs, [V[0].tolist()], dims)
+            return self._steps(tasks[0].call, tasks, grid, per, bufs, [list(map(int, V[0]))], dims)
         out = []
-        for start, length, d in runs(V):
+        for start, length, d in split(V):
             sub = tasks[start:start + length]
-            out += self._steps(sub[0].call, sub, grid, per, bufs, [V[start].tolist()],
+            out += self._steps(sub[0].call, sub, grid, per, bufs, [list(map(int, V[start]))],
                                [(length, d)] if length > 1 else [])
         return out
 
