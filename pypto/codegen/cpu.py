@@ -151,13 +151,27 @@ def _into(into, compute, ins, attrs, ev, dst, dt, M=None, i=0):
     return compute(ins, attrs, ev)
 
 
-def _into_shaped(into, compute, ins, attrs, ev, dst, dt):
+def _into_shaped(into, compute, ins, attrs, ev, dst, dt, M=None, i=0):
     """`_into` for an op whose result has another shape than its first operand (a reduction, a
-    matmul): its ``into`` checks the shape and answers None when it cannot write ``dst``."""
+    matmul): its ``into`` checks the shape and answers None when it cannot write ``dst``. An
+    ``into`` with a ``prepare`` form (the matmul's) works out its operand views once per step: the
+    runner it gives is kept in the step's ``M`` and rebuilds them from ``ins`` at the next calls,
+    one ``as_strided`` each instead of the chain of views that derived them."""
     if dst is not None and dst.dtype is dt:
         for x in ins:  # (torch refuses out= for an operand that requires grad)
             if x.requires_grad:
                 return compute(ins, attrs, ev)
+        if M is not None:
+            prepare = getattr(into, "prepare", None)
+            if prepare is not None:
+                key = ("prepared", i)  # (the `_into` verdicts are keyed by the bare op index)
+                run = M.get(key)
+                if run is None:
+                    run = M[key] = prepare(ins, attrs, ev, dst) or False
+                if run is not False:
+                    r = run(ins, dst)
+                    if r is not None:
+                        return r
         r = into(ins, attrs, ev, dst)
         if r is not None:
             return r
@@ -302,7 +316,7 @@ def _storage_line(line, i, p, consts, into, shaped=False) -> str:
     if p is None:
         return f"{target} = _reuse(T{i}, F{i}, [{args}], A{i}, ev, W, {i}, D{i}[0])"
     helper = "_into_shaped" if shaped else "_into"
-    tail = f", M, {i})" if helper == "_into" else ")"
+    tail = f", M, {i})"
     return f"{target} = {helper}(T{i}, F{i}, [{args}], A{i}, ev, O[{p}] if O is not None else None, D{i}[0]{tail}"
 
 

@@ -215,6 +215,16 @@ def _outer_product(a, b):
     ``a``'s batch folded into M and ``b``'s into N, returned as a view in the broadcast result's
     layout (torch's broadcast matmul expands both and runs one small GEMM per pair). None when
     the batches are not of that form."""
+    parts = _outer_operands(a, b)
+    if parts is None:
+        return None
+    lhs, rhs, place = parts
+    return place(torch.matmul(lhs, rhs))
+
+
+def _outer_operands(a, b):
+    """(lhs, rhs, place) of `_outer_product`: the one GEMM's operands and the function viewing its
+    [M, N] result in the broadcast result's layout; None when the batches are not of that form."""
     nd = max(a.dim(), b.dim())
     if nd <= 2:
         return None
@@ -229,15 +239,18 @@ def _outer_product(a, b):
     sa, sb = [a.shape[d] for d in da], [b.shape[d] for d in db]
     lhs = a.reshape(math.prod(sa) * m, k)
     rhs = b.reshape(math.prod(sb), k, n).permute(1, 0, 2).reshape(k, math.prod(sb) * n)
-    r = torch.matmul(lhs, rhs).view(*sa, m, *sb, n)
-    # r: a's batch dims, m, b's batch dims, n -> every batch dim in its place, then m, n
-    pos = {d: i for i, d in enumerate(da)}
-    pos.update({d: len(da) + 1 + i for i, d in enumerate(db)})
-    r = r.permute([pos[d] for d in sorted(pos)] + [len(da), len(da) + 1 + len(db)])
-    for d in range(nd - 2):  # the batch dims neither operand has above 1, back in place
-        if a.shape[d] == 1 and b.shape[d] == 1:
+    ones = [d for d in range(nd - 2) if a.shape[d] == 1 and b.shape[d] == 1]
+
+    def place(r):
+        r = r.view(*sa, m, *sb, n)
+        # r: a's batch dims, m, b's batch dims, n -> every batch dim in its place, then m, n
+        pos = {d: i for i, d in enumerate(da)}
+        pos.update({d: len(da) + 1 + i for i, d in enumerate(db)})
+        r = r.permute([pos[d] for d in sorted(pos)] + [len(da), len(da) + 1 + len(db)])
+        for d in ones:  # the batch dims neither operand has above 1, back in place
             r = r.unsqueeze(d)
-    return r
+        return r
+    return lhs, rhs, place
 
 
 def _product(a, b):
@@ -293,6 +306,76 @@ def _matmul_into(ins, attrs, ev, dst):
     return torch.matmul(a, b, out=dst)
 
 
+def _recipe(view, source):
+    """(size, stride, offset from ``source``'s) of ``view`` when it views ``source``'s memory (None
+    when deriving it copied): what rebuilds it from ``source`` with one ``as_strided``."""
+    if view.untyped_storage().data_ptr() != source.untyped_storage().data_ptr():
+        return None
+    return tuple(view.shape), tuple(view.stride()), view.storage_offset() - source.storage_offset()
+
+
+def _rebuild(x, recipe):
+    size, stride, off = recipe
+    return x.as_strided(size, stride, x.storage_offset() + off)
+
+
+def _prepare_matmul_into(ins, attrs, ev, dst):
+    """`_matmul_into` for the next calls of one plan step, whose operand views keep their shapes
+    and strides: a runner ``run(ins, dst)`` that makes the product's operands (and the view of its
+    result) with one ``as_strided`` each and runs the same torch calls as `_matmul_into` (the same
+    numbers), or answers None when the views are not the ones it was made for. None when the
+    product is not fp32 throughout or its form depends on the run (K and bias checks)."""
+    if len(ins) != 2 or not (ins[0].dtype is torch.float32 and ins[1].dtype is torch.float32
+                             and dst.dtype is torch.float32):
+        return None
+    if any(k in attrs for k in _EPILOGUE) or attrs.get("relu") or attrs.get("to_int8") \
+            or "k_check" in attrs or "bias_check" in attrs:
+        return None
+    x0, x1 = ins
+    if x0.numel() == 0 or x1.numel() == 0 or dst.numel() == 0:  # (no memory to tell views from copies)
+        return None
+    a, b = _operands(ins, attrs, ev)
+    ba, bb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    n = max(len(ba), len(bb))
+    ba, bb = (1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb
+    if any(x != y and x != 1 and y != 1 for x, y in zip(ba, bb)):
+        return None
+    if tuple(dst.shape) != tuple(y if x == 1 else x for x, y in zip(ba, bb)) + (a.shape[-2], b.shape[-1]):
+        return None
+    guard = (tuple(x0.shape), x0.stride(), tuple(x1.shape), x1.stride(), tuple(dst.shape), dst.stride())
+    placed = None
+    if b.dim() == 2 and a.dim() > 2 and dst.is_contiguous() and a.is_contiguous():
+        form, a, d = "out", a.reshape(-1, a.shape[-1]), dst.view(-1, dst.shape[-1])
+    elif ba != bb:
+        parts = _outer_operands(a, b)
+        form, d = "copy", None
+        if parts is not None:
+            a, b, place = parts
+            # the [M, N] product is a fresh contiguous tensor: its view in the result's layout
+            stand_in = torch.empty((a.shape[0], b.shape[1]))
+            placed = _recipe(place(stand_in), stand_in)
+    elif not dst.is_contiguous():
+        form, d = "copy", None
+    else:
+        form, d = "out", dst
+    ra, rb = _recipe(a, x0), _recipe(b, x1)
+    rd = _recipe(d, dst) if d is not None else None
+    if ra is None or rb is None or (d is not None and rd is None):
+        return None
+
+    def run(ins, dst):
+        x0, x1 = ins
+        if (tuple(x0.shape), x0.stride(), tuple(x1.shape), x1.stride(), tuple(dst.shape), dst.stride()) != guard:
+            return None
+        a, b = _rebuild(x0, ra), _rebuild(x1, rb)
+        if form == "out":
+            torch.matmul(a, b, out=_rebuild(dst, rd))
+            return dst
+        r = torch.matmul(a, b)
+        return dst.copy_(_rebuild(r, placed) if placed is not None else r)
+    return run
+
+
 @register("matmul", kind="cube", dtypes=(DT_FP16, DT_BF16, DT_FP32, DT_INT8, DT_FP8E4M3, DT_FP8E5M2),
           into=_matmul_into)
 def _matmul(ins, attrs, ev):
@@ -308,3 +391,6 @@ def _matmul(ins, attrs, ev):
     else:  # fp32 accumulation; the leaf rounds once to the declared dtype
         out = _product(a.float(), b.float())
     return apply_epilogue(out, ins, attrs)
+
+
+_matmul_into.prepare = _prepare_matmul_into  # (codegen `_into_shaped` keeps its runner per step)
