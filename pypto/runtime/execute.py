@@ -51,9 +51,9 @@ class CallPlan:
     """Everything about a call that depends only on the sizes."""
 
     __slots__ = ("layout", "steps", "stream", "done", "returns", "final_env", "info", "spare", "_last",
-                 "replay", "runs", "folded", "head", "__weakref__")
+                 "replay", "runs", "folded", "head", "replay_at", "__weakref__")
 
-    def __init__(self, layout, steps, stream, done, returns, final_env, info):
+    def __init__(self, layout, steps, stream, done, returns, final_env, info, replay_at: int = 2):
         self.layout, self.steps, self.stream, self.done = layout, steps, stream, done
         # what the call runs: the steps with each split reduction that one step computes whole
         # folded into its combine (reduction_fold.py), and the readers of a reshape's copy reading
@@ -65,9 +65,13 @@ class CallPlan:
         # the kernel's workspace budget allows (workspace_budget.py); None while a call has them
         self.spare = None
         self._last = None  # what the call handing its tensors back offers (see store)
-        # the steps as one generated function (replay.py), made at the plan's second run
+        # the steps as one generated function (replay.py), made at the plan's run number
+        # ``replay_at``: the second, so that a size called once does not pay for it, or the first
+        # for the plan made by the compiling call, which pays the one-time work so that the next
+        # call at those sizes is the cached call (as a device's second launch is)
         self.replay = None
         self.runs = 0
+        self.replay_at = replay_at
 
     def run_steps(self, work, scratch, direct: bool, views=None, shares=None) -> tuple:
         """Run the steps on ``work`` (the caller's tensors, then the workspaces); ``views``: what
@@ -78,7 +82,7 @@ class CallPlan:
             replay(work, views if views is not None else replay.views(work, False), scratch)
             return replay.deferred
         self.runs += 1
-        if self.runs == 2 and direct:  # (None for a plan of too many steps: it keeps the interpreter)
+        if self.runs == self.replay_at and direct:  # (None for a plan of too many steps: it keeps the interpreter)
             leaves = self.layout.lowered.leaves
             self.replay = compile_replay(self.folded, self.layout.n_params, shares,
                                          lambda s: reshape_leaf(leaves.get(s.leaf)))
@@ -146,6 +150,7 @@ class LoweredExecutor:
         self.reads_elements = _reads_elements(lowered)
         self.symbol_defaults = dict.fromkeys(unbound_symbols(lowered.program), 0)
         self._plans: OrderedDict = OrderedDict()
+        self._planned = False  # a plan was made (the first one is the compiling call's)
         self._viewing = None  # the plan whose replay keeps views of the last call's tensors
         self._knobs = (object(), None, None, None, None)
         # sizes the program assumes equal, checked before anything runs (ir/guards.py)
@@ -380,7 +385,10 @@ class LoweredExecutor:
         planner = Planner(lowered, memory, no_load, vso, serial)
         steps = planner.plan(tasks, level if not serial else list(range(len(tasks))))
         info = RunInfo(steps, _order(steps, where), planner.variant_counts)
-        return CallPlan(layout, steps, stitcher.stream, stitcher.done, returns, env, info)
+        replay_at = 2 if self._planned else 1
+        self._planned = True
+        return CallPlan(layout, steps, stitcher.stream, stitcher.done, returns, env, info,
+                        replay_at=replay_at)
 
     def _run_reading(self, tensors, env, max_roots, vso, serial, same=(), deferred=()):
         """Programs whose control flow or addresses read tensor elements: walk on every call and run

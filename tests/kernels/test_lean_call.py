@@ -27,7 +27,7 @@ except ImportError:
 
 def _warm(kernel, rows=40):
     x, y, out = rand((rows, 64), seed=1), rand((rows, 64), seed=2), torch.zeros(rows, 64)
-    for _ in range(3):  # the plan's second run generates its replay; the third uses it
+    for _ in range(3):  # the compiling call generates its plan's replay; the next calls use it
         check_kernel(kernel, (x, y, out), (x + y) * y, out=2)
     return x, y, out
 
@@ -145,3 +145,26 @@ def test_threads_calling_one_kernel_with_their_own_tensors():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def _plan_of(kernel, rows):
+    executor = kernel.last_run.compiled.executor
+    return next(p for key, p in executor._plans.items() if rows in key)
+
+
+def test_the_compiling_call_makes_its_replay_and_a_new_size_makes_its_own_at_its_second_call():
+    # upstream's st test_kernel_reuse: the call after the compiling one is the cached call (no
+    # one-time work left); a size seen once pays no replay it may never use
+    k = _add_mul()
+    x, y, out = rand((40, 64), seed=1), rand((40, 64), seed=2), torch.zeros(40, 64)
+    check_kernel(k, (x, y, out), (x + y) * y, out=2)
+    assert _plan_of(k, 40).replay is not None
+    x2, y2, out2 = rand((56, 64), seed=3), rand((56, 64), seed=4), torch.zeros(56, 64)
+    check_kernel(k, (x2, y2, out2), (x2 + y2) * y2, out=2)
+    assert _plan_of(k, 56).replay is None
+    out2.zero_()
+    check_kernel(k, (x2, y2, out2), (x2 + y2) * y2, out=2)
+    assert _plan_of(k, 56).replay is not None
+    out.zero_()
+    check_kernel(k, (x, y, out), (x + y) * y, out=2)  # the replay made by the compiling call
+    assert k.cache_info().misses == 1
