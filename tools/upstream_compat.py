@@ -87,10 +87,11 @@ Failures that are this package's choice, not missing work (README has the reason
   `/` and `%` truncate toward zero (C++: `-6 % 4 == -2`); here they round toward minus infinity,
   as Python's (`-6 % 4 == 2`), in the solver and at run time alike. Not changed yet: it changes
   what a kernel computes for a negative operand, so it needs its own tests first.
-- `python/tests/st/frontend/test_kernel_reuse.py`: asserts that a cached call takes under 0.1 of
-  the first call's wall time; a first call here compiles in a few ms (0.45 ms against 6.4 ms,
-  0.07, on a quiet machine), so under load the ratio can exceed 0.1: a wall-clock margin, no
-  semantic difference.
+- `python/tests/st/frontend/test_kernel_reuse.py` (verified when the machine is quiet): asserts
+  that a second call takes under 0.1 of the first (compiling) call's wall time. A compile here
+  takes a few ms (3.5-7 ms for its kernels), the call after it 0.07 ms at the same sizes (the
+  compiling call prepares its plan's replay) and 0.3-0.6 ms at a new DYNAMIC size (its plan is
+  made then), so the margin is wall-clock only: under heavy load the ratio can pass 0.1.
 
 ## The remaining timeout: where its time goes
 
