@@ -74,14 +74,18 @@ DT_FP8E4M3 = _d("DT_FP8E4M3", "fp8e4m3", 1, "float", True, "float8_e4m3fn")
 DT_FP8E5M2 = _d("DT_FP8E5M2", "fp8e5m2", 1, "float", True, "float8_e5m2")
 DT_FP8E8M0 = _d("DT_FP8E8M0", "fp8e8m0", 1, "float", True, "float8_e8m0fnu")
 FP8_DTYPES = (DT_FP8E4M3, DT_FP8E5M2)  # cube operands
-STORED_ONLY = (DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0)
+# the 950's 4-bit float, passed packed two to a byte (uint8 [..., K/2]) and seen by the kernel with
+# its logical shape [..., K]; decoded on binding (pypto/fp4.py) into bf16, which holds each value
+# exactly; read by scaled_mm only, on a machine with the "fp8" feature
+DT_FP4_E2M1 = _d("DT_FP4_E2M1", "fp4e2m1", 0.5, "float", True, "bfloat16")
+PACKED_FP4 = (DT_FP4_E2M1,)
+STORED_ONLY = (DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_FP4_E2M1)
 
 # Named upstream, not computed by this build.
 DT_INT4 = _d("DT_INT4", "int4", 0.5, "int", False)
 DT_FP8 = _d("DT_FP8", "fp8", 1, "float", False)
 DT_HF4 = _d("DT_HF4", "hf4", 0.5, "float", False)
 DT_HF8 = _d("DT_HF8", "hf8", 1, "float", False)
-DT_FP4_E2M1 = _d("DT_FP4_E2M1", "fp4e2m1", 0.5, "float", False)
 DT_FP4_E2M1X2 = _d("DT_FP4_E2M1X2", "fp4e2m1x2", 1, "float", False)
 DT_FP4_E1M2 = _d("DT_FP4_E1M2", "fp4e1m2", 0.5, "float", False)
 DT_FP4_E1M2X2 = _d("DT_FP4_E1M2X2", "fp4e1m2x2", 1, "float", False)

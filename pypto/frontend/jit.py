@@ -22,7 +22,8 @@ from .. import artefacts as _artefacts
 from .. import backend as _backend
 from .. import options as _options
 from .._lazy import LazyModule
-from ..dtypes import from_torch
+from ..dtypes import DT_UINT8, PACKED_FP4, from_torch
+from ..fp4 import unpack_e2m1
 from ..errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError,
                       PyptoError, SourceLoc, user_loc)
 from ..ir.dot_lower import tensor_dot
@@ -756,7 +757,13 @@ def _bind_tensors(sig: Signature, raw: list, loc, opts=None):
                                     got=str(t.device), param=spec.param, loc=loc)
         dt = _TORCH_DT.get(t.dtype)
         if dt is None:
-            dt = _TORCH_DT[t.dtype] = from_torch(t.dtype, param=spec.param, loc=loc)
+            if spec.dtype in PACKED_FP4 and t.dtype == getattr(_torch, "float4_e2m1fn_x2", None):
+                t, dt = t.view(_torch.uint8), DT_UINT8  # torch's own packed fp4: the same bytes
+            else:
+                dt = _TORCH_DT[t.dtype] = from_torch(t.dtype, param=spec.param, loc=loc)
+        if spec.dtype is not None and dt is not spec.dtype and spec.dtype in PACKED_FP4:
+            # packed fp4 bytes: the kernel computes with their decoded values (pypto/fp4.py)
+            t, dt = unpack_e2m1(t, spec.param, loc), spec.dtype
         if spec.dtype is not None and dt is not spec.dtype:
             raise ArgumentTypeError(f"tensor argument '{spec.param}' has the wrong dtype (it does not match the "
                                     f"dtype of its annotation)",

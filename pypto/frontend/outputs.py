@@ -18,6 +18,7 @@ Parameters the kernel only reads accept all of these.
 
 from __future__ import annotations
 
+from ..dtypes import PACKED_FP4
 from ..errors import ArgumentValueError
 from .._lazy import LazyModule
 
@@ -54,6 +55,12 @@ def check_outputs(compiled, specs, tensors: list, originals: dict, loc) -> None:
     for i, p in enumerate(compiled.program.params):
         if p.value.id not in written:
             continue
+        if p.value.dtype in PACKED_FP4:  # the kernel computes on a decoded copy (pypto/fp4.py)
+            name = specs[i].param
+            raise ArgumentValueError(f"tensor argument '{name}' is {p.value.dtype.name} and written by the kernel",
+                                     expected="a DT_FP4_E2M1 parameter the kernel only reads (this build decodes "
+                                              "packed fp4 arguments and never writes them back)",
+                                     got="a write into it", param=name, loc=loc)
         why = refusal(originals.get(i, tensors[i]))
         if why is not None:
             name = specs[i].param

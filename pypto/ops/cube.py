@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from .._lazy import torch
 
-from ..dtypes import DT_BF16, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_FP16, DT_FP32, DT_INT8, FP8_DTYPES
+from ..dtypes import DT_BF16, DT_FP4_E2M1, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_FP16, DT_FP32, DT_INT8, FP8_DTYPES
 from ..enums import ConvReLuType
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, KernelRuntimeError, ShapeError
 from ..ir import expr as E
@@ -39,7 +39,7 @@ from .fixpipe import apply_epilogue, parse_extend_params
 from .matmul import batch_valid, check_fp8_machine, matmul_dims
 from .registry import register
 
-SCALED_MM_IN = (DT_INT8, DT_FP16, DT_BF16, DT_FP8E4M3, DT_FP8E5M2)
+SCALED_MM_IN = (DT_INT8, DT_FP16, DT_BF16, DT_FP8E4M3, DT_FP8E5M2, DT_FP4_E2M1)
 SCALE_DTYPES = (DT_FP32, DT_FP8E8M0)  # e8m0 block scales on the 950; fp32 holds any of them exactly
 SCALED_MM_OUT = (DT_FP16, DT_BF16, DT_FP32, DT_INT8)  # int8: quantised with extend_params' scale
 SCALED_MM_BIAS = (DT_FP16, DT_BF16, DT_FP32)
