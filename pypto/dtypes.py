@@ -75,7 +75,7 @@ DT_FP8E5M2 = _d("DT_FP8E5M2", "fp8e5m2", 1, "float", True, "float8_e5m2")
 DT_FP8E8M0 = _d("DT_FP8E8M0", "fp8e8m0", 1, "float", True, "float8_e8m0fnu")
 FP8_DTYPES = (DT_FP8E4M3, DT_FP8E5M2)  # cube operands
 # the 950's 4-bit float, passed packed two to a byte (uint8 [..., K/2]) and seen by the kernel with
-# its logical shape [..., K]; decoded on binding (pypto/fp4.py) into bf16, which holds each value
+# its logical shape [..., K]; decoded on binding (pypto/frontend/fp4.py) into bf16, which holds each value
 # exactly; read by scaled_mm only, on a machine with the "fp8" feature
 DT_FP4_E2M1 = _d("DT_FP4_E2M1", "fp4e2m1", 0.5, "float", True, "bfloat16")
 PACKED_FP4 = (DT_FP4_E2M1,)

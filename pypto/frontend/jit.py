@@ -23,7 +23,7 @@ from .. import backend as _backend
 from .. import options as _options
 from .._lazy import LazyModule
 from ..dtypes import DT_UINT8, PACKED_FP4, from_torch
-from ..fp4 import unpack_e2m1
+from .fp4 import unpack_e2m1
 from ..errors import (AnnotationError, ArgumentTypeError, ArgumentValueError, BackendUnavailableError,
                       PyptoError, SourceLoc, user_loc)
 from ..ir.dot_lower import tensor_dot
@@ -762,7 +762,7 @@ def _bind_tensors(sig: Signature, raw: list, loc, opts=None):
             else:
                 dt = _TORCH_DT[t.dtype] = from_torch(t.dtype, param=spec.param, loc=loc)
         if spec.dtype is not None and dt is not spec.dtype and spec.dtype in PACKED_FP4:
-            # packed fp4 bytes: the kernel computes with their decoded values (pypto/fp4.py)
+            # packed fp4 bytes: the kernel computes with their decoded values (pypto/frontend/fp4.py)
             t, dt = unpack_e2m1(t, spec.param, loc), spec.dtype
         if spec.dtype is not None and dt is not spec.dtype:
             raise ArgumentTypeError(f"tensor argument '{spec.param}' has the wrong dtype (it does not match the "

@@ -55,7 +55,7 @@ def check_outputs(compiled, specs, tensors: list, originals: dict, loc) -> None:
     for i, p in enumerate(compiled.program.params):
         if p.value.id not in written:
             continue
-        if p.value.dtype in PACKED_FP4:  # the kernel computes on a decoded copy (pypto/fp4.py)
+        if p.value.dtype in PACKED_FP4:  # the kernel computes on a decoded copy (pypto/frontend/fp4.py)
             name = specs[i].param
             raise ArgumentValueError(f"tensor argument '{name}' is {p.value.dtype.name} and written by the kernel",
                                      expected="a DT_FP4_E2M1 parameter the kernel only reads (this build decodes "

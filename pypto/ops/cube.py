@@ -9,9 +9,10 @@ uses ``scale[.., k // 64, (k % 64) // 32]``. Simplifications of this build:
 
 * Upstream runs it only on the Ascend 950, with fp8 / fp4 operands and e8m0 scales. On the emulated
   950 (``pypto.set_machine("A5")``) the operands may be DT_FP8E4M3 / DT_FP8E5M2 (mixed) and the
-  scales DT_FP8E8M0, as there; fp4 is not supported. On every machine this build also takes
-  DT_INT8, DT_FP16 or DT_BF16 operands (which hold any fp8 value exactly) with DT_FP32 scales (any
-  e8m0 power of two is exact), so block-scaled kernels can be tried on the 910B too.
+  scales DT_FP8E8M0, as there, or DT_FP4_E2M1 (packed bytes decoded on binding,
+  pypto/frontend/fp4.py). On every machine this build also takes DT_INT8, DT_FP16 or DT_BF16
+  operands (which hold any fp8 value exactly) with DT_FP32 scales (any e8m0 power of two is
+  exact), so block-scaled kernels can be tried on the 910B too.
 * ``out_dtype`` is DT_FP16, DT_BF16, DT_FP32, or DT_INT8 quantised with ``extend_params``'
   ``scale`` / ``scale_tensor``; ``extend_params`` also takes ``bias_tensor`` and ``relu_type``: the
   matmul's fixpipe epilogue (`pypto.ops.fixpipe`). The product accumulates in fp32.

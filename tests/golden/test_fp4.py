@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import pypto
-from pypto.fp4 import pack_e2m1, unpack_e2m1
+from pypto.frontend.fp4 import pack_e2m1, unpack_e2m1
 
 try:
     from tests.golden.helper import assert_matches, check_kernel, rand

@@ -13,8 +13,8 @@ is read, never written.
 
 from __future__ import annotations
 
-from ._lazy import torch
-from .errors import ArgumentTypeError, ArgumentValueError
+from .._lazy import torch
+from ..errors import ArgumentTypeError, ArgumentValueError
 
 E2M1_MAGNITUDES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 _TABLE: dict = {}  # torch dtype -> the 16 nibble values, built on first use
